@@ -1,0 +1,68 @@
+//! The congestion-control interface shared by the simulator and the emulator's UDP transport.
+//!
+//! The transport owns RTT estimation, loss detection, delivery-rate sampling, app-limited
+//! tracking, round counting and pacing mechanics (reference §0); a controller owns only its
+//! decision: a congestion window and, optionally, a pacing rate. Bytes at the interface.
+
+use crate::types::*;
+
+pub trait CongestionControl: Send {
+    /// The scheme name, as `cclab schemes` lists it.
+    fn name(&self) -> &'static str;
+
+    /// Called once before the first packet is sent.
+    fn on_init(&mut self, _now: Time, _ctx: &mut CcContext) {}
+
+    /// Called for every transmission; the returned tag comes back with the packet's ack or loss.
+    fn on_packet_sent(&mut self, _pkt: &SentPacket, _ctx: &mut CcContext) -> CcTag {
+        0
+    }
+
+    /// The main entry: one ACK with everything it acknowledged and every loss it revealed.
+    fn on_ack(&mut self, ev: &AckEvent, ctx: &mut CcContext);
+
+    /// At most once per recovery epoch: where classic controllers cut their window.
+    fn on_congestion_event(&mut self, _ev: &CongestionEvent, _ctx: &mut CcContext) {}
+
+    /// The retransmission timer expired (all outstanding packets are being declared lost).
+    fn on_rto(&mut self, _now: Time, _ctx: &mut CcContext) {}
+
+    /// Fast recovery ended: every packet outstanding at its start has been acked or lost.
+    fn on_recovery_exit(&mut self, _now: Time, _ctx: &mut CcContext) {}
+
+    /// The sender was idle (nothing in flight, nothing to send) for `idle_for` before `now`.
+    fn on_idle_restart(&mut self, _now: Time, _idle_for: Time, _ctx: &mut CcContext) {}
+
+    /// Receiver feedback carried on an ACK.
+    fn on_feedback(&mut self, _now: Time, _fb: &Feedback, _ctx: &mut CcContext) {}
+
+    /// The next time the controller wants `on_timer`, if any.
+    fn next_timer(&self) -> Option<Time> {
+        None
+    }
+    fn on_timer(&mut self, _now: Time, _ctx: &mut CcContext) {}
+
+    /// Congestion window in bytes; `u64::MAX` for none.
+    fn cwnd(&self) -> u64;
+
+    /// Pacing rate in bytes per second, or `None` to let the transport decide.
+    fn pacing_rate(&self) -> Option<f64> {
+        None
+    }
+
+    /// Whether another packet may be sent with `in_flight` bytes outstanding.
+    fn can_send(&self, in_flight: u64, mss: u64) -> bool {
+        in_flight + mss <= self.cwnd().max(mss)
+    }
+
+    fn ssthresh(&self) -> Option<u64> {
+        None
+    }
+    fn in_slow_start(&self) -> bool {
+        false
+    }
+
+    fn snapshot(&self) -> CcSnapshot {
+        CcSnapshot { mode: "", vars: vec![("cwnd", self.cwnd() as f64)] }
+    }
+}

@@ -1,0 +1,213 @@
+//! The data that flows between a transport and a congestion controller.
+//!
+//! Times are integer nanoseconds since the start of the run ([`Time`]); sizes are bytes. The
+//! controller never reads a clock or a global RNG: `now` and [`Rng`] are handed in, so the same
+//! code is deterministic in the simulator and real-time in the emulator.
+
+/// Nanoseconds since the start of the run.
+pub type Time = u64;
+/// Opaque per-packet value returned by `on_packet_sent` and handed back on ack or loss.
+pub type CcTag = u64;
+
+/// Small, fast, seedable generator (xoshiro256++). Kept in-tree so that results stay
+/// byte-identical across dependency upgrades; determinism is a product guarantee.
+#[derive(Clone, Debug)]
+pub struct Rng {
+    s: [u64; 4],
+}
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        // SplitMix64 expands the seed so that nearby seeds give unrelated streams.
+        let mut x = seed;
+        let mut next = || {
+            x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = x;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^ (z >> 31)
+        };
+        Rng { s: [next(), next(), next(), next()] }
+    }
+
+    /// An independent stream derived from this seed and a label (e.g. a flow id).
+    pub fn derive(seed: u64, stream: u64) -> Rng {
+        Rng::new(seed ^ stream.wrapping_mul(0xD1B5_4A32_D192_ED03).rotate_left(17))
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        let s = &mut self.s;
+        let result = (s[0].wrapping_add(s[3])).rotate_left(23).wrapping_add(s[0]);
+        let t = s[1] << 17;
+        s[2] ^= s[0];
+        s[3] ^= s[1];
+        s[1] ^= s[2];
+        s[0] ^= s[3];
+        s[2] ^= t;
+        s[3] = s[3].rotate_left(45);
+        result
+    }
+
+    /// Uniform in [0, 1).
+    pub fn uniform(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+    }
+
+    /// Uniform integer in [0, n).
+    pub fn below(&mut self, n: u64) -> u64 {
+        ((self.next_u64() as u128 * n as u128) >> 64) as u64
+    }
+
+    /// Exponentially distributed with the given mean.
+    pub fn exponential(&mut self, mean: f64) -> f64 {
+        -mean * (1.0 - self.uniform()).ln()
+    }
+
+    pub fn bernoulli(&mut self, p: f64) -> bool {
+        p > 0.0 && self.uniform() < p
+    }
+}
+
+/// Loss-recovery state of the connection, as Linux's `tcp_ca_state` (BBR, Vegas and PRR
+/// care about the transitions).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum CaState {
+    #[default]
+    Open,
+    /// Fast recovery after a loss detected by packet or time threshold.
+    Recovery,
+    /// After a retransmission timeout.
+    Loss,
+}
+
+/// What the transport knows about a packet as it leaves.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SentPacket {
+    /// Unique per transmission (retransmissions get a fresh id).
+    pub id: u64,
+    pub bytes: u64,
+    pub send_time: Time,
+    pub is_retransmission: bool,
+    /// Bytes in flight including this packet.
+    pub in_flight: u64,
+    /// Whether the sender was application-limited when this packet was sent.
+    pub app_limited: bool,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct AckedPacket {
+    pub id: u64,
+    pub bytes: u64,
+    pub send_time: Time,
+    pub tag: CcTag,
+    /// RTT sample of this packet (now − send time).
+    pub rtt: Time,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LossCause {
+    /// Three or more later packets were acknowledged (dupthresh / SACK).
+    PacketThreshold,
+    /// Not acknowledged 9/8 RTT after a later packet was (RACK).
+    TimeThreshold,
+    /// The retransmission timer expired.
+    Rto,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct LostPacket {
+    pub id: u64,
+    pub bytes: u64,
+    pub send_time: Time,
+    pub tag: CcTag,
+    pub cause: LossCause,
+}
+
+/// RTT estimator state (RFC 6298), all in nanoseconds.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RttStats {
+    /// Most recent sample; 0 before the first.
+    pub latest: Time,
+    pub smoothed: Time,
+    pub rttvar: Time,
+    /// Minimum over the connection's lifetime.
+    pub min: Time,
+    /// Whether any sample has been taken yet.
+    pub has_sample: bool,
+}
+
+/// A delivery-rate sample (draft-cheng-iccrg-delivery-rate-estimation), present only when valid.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RateSample {
+    /// Bytes per second.
+    pub delivery_rate: f64,
+    pub interval: Time,
+    /// Bytes delivered over `interval`.
+    pub delivered: u64,
+    /// `C.delivered` when the newest acked packet was sent.
+    pub prior_delivered: u64,
+    pub prior_time: Time,
+    /// Bytes in flight when the newest acked packet was sent (including it).
+    pub tx_in_flight: u64,
+    /// Bytes declared lost between that packet's send and now.
+    pub lost: u64,
+    pub is_app_limited: bool,
+    /// RTT of the newest acked packet.
+    pub rtt: Time,
+}
+
+/// Everything a controller learns from one ACK.
+#[derive(Clone, Copy, Debug)]
+pub struct AckEvent<'a> {
+    pub now: Time,
+    pub acked: &'a [AckedPacket],
+    /// Packets declared lost while processing this ACK.
+    pub lost: &'a [LostPacket],
+    pub newly_acked_bytes: u64,
+    pub newly_lost_bytes: u64,
+    pub prior_in_flight: u64,
+    pub in_flight: u64,
+    pub rtt: &'a RttStats,
+    pub rate: Option<RateSample>,
+    /// Total bytes delivered so far (`C.delivered`).
+    pub delivered: u64,
+    /// The packet-timed round counter (§0.5) and whether this ACK started a new round.
+    pub round: u64,
+    pub round_start: bool,
+    pub ca_state: CaState,
+    /// Whether the sender was application-limited (not cwnd-limited) recently.
+    pub app_limited: bool,
+    /// One-way delay of the newest acked packet as echoed by the receiver (LEDBAT).
+    pub one_way_delay: Option<Time>,
+}
+
+/// A loss (or ECN) episode, reported at most once per recovery epoch.
+#[derive(Clone, Copy, Debug)]
+pub struct CongestionEvent {
+    pub now: Time,
+    pub largest_lost_send_time: Time,
+    pub lost_bytes: u64,
+    pub in_flight: u64,
+    /// Bytes in flight when the episode was detected, before the losses were removed
+    /// (RFC 5681's FlightSize).
+    pub prior_in_flight: u64,
+}
+
+/// Receiver-generated feedback carried on ACKs (Sprout forecasts, custom signals).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Feedback {
+    pub values: Vec<f64>,
+}
+
+/// A controller's state for traces and tests: a mode name and named numbers.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CcSnapshot {
+    pub mode: &'static str,
+    pub vars: Vec<(&'static str, f64)>,
+}
+
+/// What a controller may use besides the event: the MSS and its own random stream.
+pub struct CcContext<'a> {
+    pub mss: u64,
+    pub rng: &'a mut Rng,
+}

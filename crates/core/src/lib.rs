@@ -1,0 +1,12 @@
+//! cclab's shared core: scenario files, units, packet records and the metrics kernels that
+//! both engines feed.
+
+pub mod scenario;
+pub mod units;
+
+pub use scenario::{Scenario, ScenarioError, ScenarioErrors};
+pub use units::{Bytes, Dur, QueueSize, Rate};
+pub mod metrics;
+pub mod record;
+
+pub use record::{Fate, PacketKind, PacketLog, PacketRecord, RecordSink, NEVER};

@@ -1,0 +1,107 @@
+//! The metrics kernels: one streaming accumulator that turns packet records into every number
+//! cclab reports. Both engines and the log importers feed it; nothing else computes metrics.
+//!
+//! Definitions (DESIGN.md "Metrics", the Pantheon's `tunnel_graph.py`) — data packets only:
+//! - per-flow throughput = delivered bits / (last delivery − first delivery) of that flow;
+//!   total likewise over all flows; utilisation = total / link capacity over the same span;
+//! - one-way delay = arrival − send; p95 by nearest rank (numpy 'nearest' equivalent, see
+//!   [`nearest_rank`]); queueing delay = one-way delay − the flow's minimum one-way delay;
+//! - loss = 1 − delivered bytes / sent bytes (byte-weighted);
+//! - time series in `bin`-wide bins from the first event of the run;
+//! - Jain's index per `jain_bucket` over the flows that delivered in the bucket, skipping a
+//!   bucket whose active-flow count differs from the previous bucket's (Copa's script).
+
+use crate::record::{PacketRecord, RecordSink};
+
+/// Configuration of an accumulator.
+#[derive(Clone, Debug)]
+pub struct MetricsConfig {
+    pub n_flows: usize,
+    /// Time-series bin width in ns (default 500 ms).
+    pub bin: u64,
+    /// Jain-index bucket width in ns (default 100 ms).
+    pub jain_bucket: u64,
+    /// Time origin of bins and buckets, ns (0 for engine runs; the first event for imports).
+    pub origin: u64,
+}
+
+/// Per-flow (or total) summary, the Pantheon's numbers plus what a researcher asks next.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FlowSummary {
+    /// Flow id, or `None` for the total over all flows.
+    pub flow: Option<u32>,
+    pub packets_sent: u64,
+    pub packets_delivered: u64,
+    pub packets_dropped: u64,
+    pub bytes_sent: u64,
+    pub bytes_delivered: u64,
+    pub retransmissions: u64,
+    /// First and last delivery, ns (0 when nothing was delivered).
+    pub first_delivery: u64,
+    pub last_delivery: u64,
+    /// Mbit/s over the first-to-last delivery span.
+    pub throughput_mbps: f64,
+    pub delay_p95_ms: f64,
+    pub delay_mean_ms: f64,
+    pub delay_min_ms: f64,
+    pub queueing_p95_ms: f64,
+    /// Byte-weighted loss in [0, 1].
+    pub loss: f64,
+}
+
+/// One row of the time series: one flow in one bin.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SeriesRow {
+    pub flow: u32,
+    /// Bin start, ns from the first event of the run.
+    pub t: u64,
+    /// Delivered (egress) and sent (ingress) rate in the bin, Mbit/s.
+    pub throughput_mbps: f64,
+    pub sending_mbps: f64,
+    /// Mean and maximum one-way delay of packets delivered in the bin (NaN if none).
+    pub delay_mean_ms: f64,
+    pub delay_max_ms: f64,
+}
+
+/// One Jain bucket.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct JainRow {
+    pub t: u64,
+    pub active_flows: u32,
+    pub jain: f64,
+    /// Whether the bucket counts towards the Jain statistics (not a transition bucket).
+    pub counted: bool,
+}
+
+/// Everything the accumulator produces.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Metrics {
+    pub flows: Vec<FlowSummary>,
+    pub total: FlowSummary,
+    /// Link capacity over the total delivery span, Mbit/s, and utilisation in [0, 1].
+    pub capacity_mbps: f64,
+    pub utilisation: f64,
+    pub series: Vec<SeriesRow>,
+    pub jain: Vec<JainRow>,
+    /// Median of Jain over counted buckets (NaN if none).
+    pub jain_median: f64,
+}
+
+/// The nearest-rank percentile as numpy's `percentile(..., interpolation='nearest')` computes
+/// it on sorted data: index = round_half_even(q/100 · (n − 1)).
+pub fn nearest_rank(n: u64, q: f64) -> u64 {
+    let pos = q / 100.0 * (n.saturating_sub(1)) as f64;
+    let lo = pos.floor();
+    let frac = pos - lo;
+    let idx = if frac > 0.5 || (frac == 0.5 && (lo as u64) % 2 == 1) { lo + 1.0 } else { lo };
+    idx as u64
+}
+
+pub use accumulator::MetricsAccumulator;
+mod accumulator;
+
+impl RecordSink for MetricsAccumulator {
+    fn record(&mut self, r: &PacketRecord) {
+        self.add(r);
+    }
+}

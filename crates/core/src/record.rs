@@ -1,0 +1,128 @@
+//! Packet records: what both engines emit for every data and ACK packet, and the columnar
+//! packet log that stores them when asked.
+
+/// Marks a time that never happened (a dropped packet's arrival, an ACK's bottleneck times).
+pub const NEVER: u64 = u64::MAX;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum PacketKind {
+    Data = 0,
+    Ack = 1,
+}
+
+/// What became of a packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum Fate {
+    Delivered = 0,
+    /// Dropped because the bottleneck queue was full (or by the AQM).
+    DropQueue = 1,
+    /// Dropped by the link's i.i.d. random loss.
+    DropLoss = 2,
+    /// Dropped by a device outside the model (the emulator's TUN backlog).
+    DropDevice = 3,
+    /// Still in the network when the run ended.
+    InFlight = 4,
+}
+
+impl Fate {
+    pub const NAMES: [&'static str; 5] = ["delivered", "queue", "loss", "device", "in_flight"];
+    pub fn name(self) -> &'static str {
+        Self::NAMES[self as usize]
+    }
+    pub fn from_u8(v: u8) -> Option<Fate> {
+        Some(match v {
+            0 => Fate::Delivered,
+            1 => Fate::DropQueue,
+            2 => Fate::DropLoss,
+            3 => Fate::DropDevice,
+            4 => Fate::InFlight,
+            _ => return None,
+        })
+    }
+}
+
+/// One packet's life. Times are nanoseconds since the start of the run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PacketRecord {
+    /// Unique over the run.
+    pub uid: u64,
+    pub flow: u32,
+    pub kind: PacketKind,
+    /// Bytes on the wire.
+    pub size: u32,
+    pub sent: u64,
+    /// Arrival at the far end, or [`NEVER`].
+    pub arrived: u64,
+    pub fate: Fate,
+    /// Entry into and exit from the bottleneck queue, or [`NEVER`] when it did not get there.
+    pub enqueued: u64,
+    pub dequeued: u64,
+    pub retransmission: bool,
+}
+
+impl PacketRecord {
+    /// The time the record is complete: arrival, or the time the packet's fate was sealed.
+    pub fn one_way_delay(&self) -> Option<u64> {
+        (self.fate == Fate::Delivered).then(|| self.arrived - self.sent)
+    }
+}
+
+/// Anything that consumes records as packets finish.
+pub trait RecordSink {
+    fn record(&mut self, r: &PacketRecord);
+}
+
+/// The full packet log in columns, ready to hand to Arrow/numpy without reshaping.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PacketLog {
+    pub uid: Vec<u64>,
+    pub flow: Vec<u32>,
+    pub kind: Vec<u8>,
+    pub size: Vec<u32>,
+    pub sent: Vec<u64>,
+    pub arrived: Vec<u64>,
+    pub fate: Vec<u8>,
+    pub enqueued: Vec<u64>,
+    pub dequeued: Vec<u64>,
+    pub retransmission: Vec<bool>,
+}
+
+impl PacketLog {
+    pub fn len(&self) -> usize {
+        self.uid.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.uid.is_empty()
+    }
+    pub fn get(&self, i: usize) -> PacketRecord {
+        PacketRecord {
+            uid: self.uid[i],
+            flow: self.flow[i],
+            kind: if self.kind[i] == 0 { PacketKind::Data } else { PacketKind::Ack },
+            size: self.size[i],
+            sent: self.sent[i],
+            arrived: self.arrived[i],
+            fate: Fate::from_u8(self.fate[i]).unwrap_or(Fate::InFlight),
+            enqueued: self.enqueued[i],
+            dequeued: self.dequeued[i],
+            retransmission: self.retransmission[i],
+        }
+    }
+}
+
+impl RecordSink for PacketLog {
+    fn record(&mut self, r: &PacketRecord) {
+        self.uid.push(r.uid);
+        self.flow.push(r.flow);
+        self.kind.push(r.kind as u8);
+        self.size.push(r.size);
+        self.sent.push(r.sent);
+        self.arrived.push(r.arrived);
+        self.fate.push(r.fate as u8);
+        self.enqueued.push(r.enqueued);
+        self.dequeued.push(r.dequeued);
+        self.retransmission.push(r.retransmission);
+    }
+}

@@ -1,0 +1,561 @@
+//! The scenario file: one bottleneck path and the flows that cross it.
+//!
+//! Parsing happens in two steps so that every error can name the file, the field, the line and
+//! what would be accepted: serde reads the TOML into typed structs (unknown keys rejected, with
+//! a "did you mean"), then [`Scenario::check`] validates relations between fields. Scheme names
+//! and scheme options are checked by the controller registry (crate `cclab-cc`), which reports
+//! through the same [`ScenarioError`] type.
+
+use crate::units::{Dur, QueueSize, Rate};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// Payload bytes per full-sized data packet (TCP MSS with timestamps, as Linux over a 1500 MTU).
+pub const MSS: u64 = 1448;
+/// Wire size of a full data packet: MSS plus 52 bytes of IP/TCP headers and options.
+pub const PACKET_BYTES: u64 = 1500;
+/// Wire size of a pure ACK (IP + TCP with timestamp and SACK options).
+pub const ACK_BYTES: u64 = 52;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    #[serde(default = "default_name")]
+    pub name: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub description: String,
+    #[serde(default = "default_duration")]
+    pub duration: Dur,
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    pub link: Link,
+    #[serde(default)]
+    pub reverse: Reverse,
+    pub flows: Vec<FlowSpec>,
+    #[serde(default)]
+    pub output: Output,
+}
+
+fn default_name() -> String {
+    "unnamed".into()
+}
+fn default_duration() -> Dur {
+    Dur::from_millis(30_000)
+}
+fn default_seed() -> u64 {
+    1
+}
+
+/// The bottleneck in the data direction: the Pantheon's five parameters and room for more.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Link {
+    /// Constant link rate. Exactly one of `rate` and `trace` is given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<Rate>,
+    /// A mahimahi trace file (one delivery opportunity of 1500 bytes per line, in ms).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<PathBuf>,
+    #[serde(default)]
+    pub delivery: Delivery,
+    /// One-way propagation delay of the data direction.
+    #[serde(default)]
+    pub delay: Dur,
+    #[serde(default = "default_queue")]
+    pub queue: QueueSize,
+    #[serde(default)]
+    pub aqm: Aqm,
+    /// Independent per-packet loss probability applied before the queue, as `mm-loss uplink`.
+    #[serde(default)]
+    pub loss: f64,
+}
+
+fn default_queue() -> QueueSize {
+    QueueSize::Infinite
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Delivery {
+    /// Delivery opportunities evenly spaced (serialisation at the nominal rate).
+    #[default]
+    Constant,
+    /// Delivery opportunities of one 1500-byte packet as a Poisson process at the nominal rate.
+    Poisson,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Aqm {
+    /// Drop the arriving packet when the queue is full.
+    #[default]
+    Droptail,
+    /// Accept the arriving packet and drop from the head until within the limit.
+    Drophead,
+}
+
+/// The ACK direction. Uncongested: a propagation delay (default: the link's) and no queue.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Reverse {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delay: Option<Dur>,
+}
+
+/// How flows leave.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Leave {
+    /// Every flow runs until its `stop` (or the end of the scenario).
+    #[default]
+    End,
+    /// Reverse order of arrival, one `every` apart, starting one `every` after the last
+    /// arrival (Copa's dynamic-fairness test: flow i of N leaves at start + (2N−1−i)·every).
+    Lifo,
+}
+
+/// What a flow sends. Only bulk transfers exist for now; request/response and constant-rate
+/// cross traffic will be further variants.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Traffic {
+    #[default]
+    Bulk,
+}
+
+/// Whether the transport paces a window-based controller that sets no rate of its own.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Pacing {
+    /// No pacing unless the controller asks for a rate (classic TCP without fq).
+    #[default]
+    Auto,
+    /// Pace window-based controllers at Linux's default ratio × cwnd / srtt.
+    On,
+    /// Never pace, even if the controller sets a rate.
+    Off,
+}
+
+/// One `[[flows]]` entry: `count` flows of one scheme.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FlowSpec {
+    pub scheme: String,
+    #[serde(default = "one")]
+    pub count: u32,
+    #[serde(default)]
+    pub start: Dur,
+    /// Gap between the arrivals of consecutive flows of this entry.
+    #[serde(default)]
+    pub every: Dur,
+    /// Absolute time at which the flows stop sending (default: the end of the scenario).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop: Option<Dur>,
+    #[serde(default)]
+    pub leave: Leave,
+    /// Added round-trip propagation delay for these flows, split evenly between directions.
+    #[serde(default)]
+    pub extra_rtt: Dur,
+    #[serde(default)]
+    pub traffic: Traffic,
+    #[serde(default)]
+    pub pacing: Pacing,
+    /// ACK every second full-sized segment, or after 40 ms (Linux's minimum delayed-ACK timer).
+    #[serde(default)]
+    pub delayed_ack: bool,
+    #[serde(default = "default_min_rto")]
+    pub min_rto: Dur,
+    /// Scheme-specific options (e.g. `delta = 0.1` for copa), checked by the scheme registry.
+    #[serde(flatten)]
+    pub options: BTreeMap<String, toml::Value>,
+}
+
+fn one() -> u32 {
+    1
+}
+fn default_min_rto() -> Dur {
+    Dur::from_millis(200)
+}
+
+/// What the run records besides the always-on metrics.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Output {
+    /// Width of the time-series bins (Pantheon: 500 ms).
+    #[serde(default = "default_bin")]
+    pub bin: Dur,
+    /// Width of the Jain-index buckets (Copa's script: 100 ms).
+    #[serde(default = "default_jain_bucket")]
+    pub jain_bucket: Dur,
+}
+
+impl Default for Output {
+    fn default() -> Self {
+        Output { bin: default_bin(), jain_bucket: default_jain_bucket() }
+    }
+}
+fn default_bin() -> Dur {
+    Dur::from_millis(500)
+}
+fn default_jain_bucket() -> Dur {
+    Dur::from_millis(100)
+}
+
+/// One concrete flow after `count`, `every` and `leave` are expanded.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FlowInstance {
+    pub id: u32,
+    /// Index of the `[[flows]]` entry this flow came from.
+    pub spec: usize,
+    pub start: Dur,
+    pub stop: Dur,
+}
+
+/// One problem in a scenario, located as precisely as the input allows.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScenarioError {
+    pub file: String,
+    /// Dotted path of the offending field, e.g. `flows[2].start` (empty for syntax errors).
+    pub field: String,
+    pub line: Option<usize>,
+    pub message: String,
+}
+
+impl fmt::Display for ScenarioError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.file)?;
+        if let Some(line) = self.line {
+            write!(f, ":{line}")?;
+        }
+        if !self.field.is_empty() {
+            write!(f, ": field `{}`", self.field)?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+/// All the problems found in one scenario.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScenarioErrors(pub Vec<ScenarioError>);
+
+impl fmt::Display for ScenarioErrors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, e) in self.0.iter().enumerate() {
+            if i > 0 {
+                writeln!(f)?;
+            }
+            write!(f, "{e}")?;
+        }
+        Ok(())
+    }
+}
+impl std::error::Error for ScenarioErrors {}
+
+/// The text of a scenario and where it came from, for locating errors.
+pub struct Source<'a> {
+    pub file: &'a str,
+    pub text: &'a str,
+}
+
+impl Source<'_> {
+    /// An error at `field`, with the line looked up in the source text when the field is there.
+    pub fn error(&self, field: &str, message: impl Into<String>) -> ScenarioError {
+        ScenarioError {
+            file: self.file.to_string(),
+            field: field.to_string(),
+            line: line_of_field(self.text, field),
+            message: message.into(),
+        }
+    }
+}
+
+/// The 1-based line where a dotted field path (`flows[1].start`, `link`) is written.
+pub fn line_of_field(text: &str, field: &str) -> Option<usize> {
+    let doc = toml_edit::ImDocument::parse(text).ok()?;
+    let mut table: &dyn toml_edit::TableLike = doc.as_table();
+    let mut span = None;
+    for part in field.split('.').filter(|p| !p.is_empty()) {
+        let (key, index) = match part.split_once('[') {
+            Some((k, rest)) => (k, rest.trim_end_matches(']').parse::<usize>().ok()),
+            None => (part, None),
+        };
+        let (k, child) = table.get_key_value(key)?;
+        span = k.span().map(|s| s.start).or(span);
+        let next: Option<&dyn toml_edit::TableLike> = match (child, index) {
+            (toml_edit::Item::ArrayOfTables(a), Some(i)) => {
+                let t = a.get(i)?;
+                span = t.span().map(|s| s.start).or(span);
+                Some(t as &dyn toml_edit::TableLike)
+            }
+            (item, None) => item.as_table_like(),
+            _ => None,
+        };
+        match next {
+            Some(t) => table = t,
+            None => break,
+        }
+    }
+    span.map(|s| line_at(text, s))
+}
+
+fn line_at(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())].matches('\n').count() + 1
+}
+
+/// Levenshtein distance, for "did you mean" suggestions.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let cost = usize::from(ca != *cb);
+            cur.push((prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1));
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+/// The closest of `candidates` to `word`, if it is close enough to be a plausible typo.
+pub fn did_you_mean<'a>(word: &str, candidates: &[&'a str]) -> Option<&'a str> {
+    candidates
+        .iter()
+        .map(|c| (edit_distance(&word.to_lowercase(), &c.to_lowercase()), *c))
+        .filter(|(d, c)| *d <= 2.max(c.len() / 3))
+        .min()
+        .map(|(_, c)| c)
+}
+
+/// Rewrites serde's "unknown field `x`, expected one of `a`, `b`" into a message with a
+/// suggestion and the accepted keys.
+fn explain_unknown_field(msg: &str) -> Option<String> {
+    let rest = msg.strip_prefix("unknown field `")?;
+    let (word, rest) = rest.split_once('`')?;
+    let expected: Vec<&str> = rest.split('`').skip(1).step_by(2).collect();
+    let mut out = format!("unknown key `{word}`");
+    if let Some(s) = did_you_mean(word, &expected) {
+        out += &format!("; did you mean `{s}`?");
+    }
+    if !expected.is_empty() {
+        out += &format!(" Accepted keys here: {}", expected.join(", "));
+    }
+    Some(out)
+}
+
+/// Same for unknown enum values ("unknown variant `x`, expected one of ...").
+fn explain_unknown_variant(msg: &str) -> Option<String> {
+    let rest = msg.strip_prefix("unknown variant `")?;
+    let (word, rest) = rest.split_once('`')?;
+    let expected: Vec<&str> = rest.split('`').skip(1).step_by(2).collect();
+    let mut out = format!("unknown value `{word}`");
+    if let Some(s) = did_you_mean(word, &expected) {
+        out += &format!("; did you mean `{s}`?");
+    }
+    out += &format!(" Accepted values: {}", expected.join(", "));
+    Some(out)
+}
+
+/// Merges `overrides` into `base`, table by table; keys may be dotted (`"link.rate"`).
+pub fn merge_overrides(base: &mut toml::Table, overrides: &toml::Table) {
+    for (key, value) in overrides {
+        let mut target = &mut *base;
+        let mut parts: Vec<&str> = key.split('.').collect();
+        let last = parts.pop().unwrap_or_default();
+        for p in parts {
+            let entry = target.entry(p.to_string()).or_insert_with(|| toml::Value::Table(Default::default()));
+            if !entry.is_table() {
+                *entry = toml::Value::Table(Default::default());
+            }
+            target = entry.as_table_mut().expect("just made a table");
+        }
+        match (target.get_mut(last), value) {
+            (Some(toml::Value::Table(existing)), toml::Value::Table(new)) => merge_overrides(existing, new),
+            _ => {
+                target.insert(last.to_string(), value.clone());
+            }
+        }
+    }
+}
+
+impl Scenario {
+    /// Reads and validates a scenario file. Relative trace paths resolve against its folder.
+    pub fn load(path: &Path) -> Result<Scenario, ScenarioErrors> {
+        Self::load_with(path, &toml::Table::new())
+    }
+
+    /// As [`Scenario::load`], with `overrides` (e.g. `seed`, `link.rate`) merged in first.
+    pub fn load_with(path: &Path, overrides: &toml::Table) -> Result<Scenario, ScenarioErrors> {
+        let file = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            ScenarioErrors(vec![ScenarioError {
+                file: file.clone(),
+                field: String::new(),
+                line: None,
+                message: format!("cannot read the scenario file: {e}"),
+            }])
+        })?;
+        let mut s = Self::parse_with(&text, &file, overrides)?;
+        if let Some(trace) = &s.link.trace {
+            if trace.is_relative() {
+                let beside = path.parent().unwrap_or(Path::new(".")).join(trace);
+                if beside.exists() {
+                    s.link.trace = Some(beside);
+                }
+            }
+        }
+        Ok(s)
+    }
+
+    pub fn parse(text: &str, file: &str) -> Result<Scenario, ScenarioErrors> {
+        Self::parse_with(text, file, &toml::Table::new())
+    }
+
+    /// Parses TOML text, applies overrides, and runs the structural checks.
+    pub fn parse_with(text: &str, file: &str, overrides: &toml::Table) -> Result<Scenario, ScenarioErrors> {
+        let src = Source { file, text };
+        let mut table: toml::Table = toml::from_str(text).map_err(|e| {
+            let line = e.span().map(|s| line_at(text, s.start));
+            ScenarioErrors(vec![ScenarioError {
+                file: file.to_string(),
+                field: String::new(),
+                line,
+                message: format!("not valid TOML: {}", e.message()),
+            }])
+        })?;
+        merge_overrides(&mut table, overrides);
+        let scenario: Scenario = serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
+            let field = e.path().to_string();
+            let field = if field == "." { String::new() } else { field };
+            let raw = e.inner().message().to_string();
+            let message = explain_unknown_field(&raw)
+                .or_else(|| explain_unknown_variant(&raw))
+                .unwrap_or_else(|| missing_field_hint(&raw).unwrap_or(raw));
+            ScenarioErrors(vec![src.error(&field, message)])
+        })?;
+        scenario.check(&src)?;
+        Ok(scenario)
+    }
+
+    /// Relations between fields that the types alone cannot express.
+    pub fn check(&self, src: &Source) -> Result<(), ScenarioErrors> {
+        let mut errs = Vec::new();
+        let l = &self.link;
+        match (&l.rate, &l.trace) {
+            (None, None) => errs.push(src.error("link", "give the bottleneck a `rate` (e.g. \"12Mbps\") or a `trace` file (mahimahi format)")),
+            (Some(_), Some(_)) => errs.push(src.error("link.trace", "give either `rate` or `trace`, not both")),
+            (None, Some(_)) if l.delivery == Delivery::Poisson => errs.push(src.error(
+                "link.delivery",
+                "`delivery = \"poisson\"` needs a `rate`; a trace file already fixes when deliveries happen",
+            )),
+            _ => {}
+        }
+        if !(0.0..1.0).contains(&l.loss) {
+            errs.push(src.error("link.loss", format!("{} is not a probability in [0, 1)", l.loss)));
+        }
+        if let QueueSize::Bdp(x) = l.queue {
+            if x <= 0.0 || !x.is_finite() {
+                errs.push(src.error("link.queue", "a BDP multiple must be positive"));
+            }
+        }
+        if self.duration.0 == 0 {
+            errs.push(src.error("duration", format!("must be positive; expected {}", Dur::ACCEPTED)));
+        }
+        if self.flows.is_empty() {
+            errs.push(src.error("flows", "a scenario needs at least one [[flows]] entry"));
+        }
+        for (i, f) in self.flows.iter().enumerate() {
+            let at = |k: &str| format!("flows[{i}].{k}");
+            if f.count == 0 {
+                errs.push(src.error(&at("count"), "must be at least 1"));
+            }
+            let last_start = f.start.0 + f.every.0 * (f.count.max(1) as u64 - 1);
+            if last_start >= self.duration.0 {
+                errs.push(src.error(
+                    &at("start"),
+                    format!(
+                        "the last of these flows would start at {}, not before the end of the scenario ({})",
+                        Dur(last_start),
+                        self.duration
+                    ),
+                ));
+            }
+            if let Some(stop) = f.stop {
+                if f.leave == Leave::Lifo {
+                    errs.push(src.error(&at("stop"), "give either `stop` or `leave = \"lifo\"`, not both"));
+                } else if stop.0 <= last_start {
+                    errs.push(src.error(&at("stop"), format!("{stop} is not after the last start ({})", Dur(last_start))));
+                }
+            }
+            if f.leave == Leave::Lifo {
+                if f.every.0 == 0 {
+                    errs.push(src.error(&at("every"), "`leave = \"lifo\"` needs a gap `every` (e.g. \"1s\")"));
+                }
+                let last_leave = f.start.0 + f.every.0 * (2 * f.count as u64 - 1);
+                if last_leave > self.duration.0 {
+                    errs.push(src.error(
+                        &at("leave"),
+                        format!("the first flow would leave at {}, after the end of the scenario ({})", Dur(last_leave), self.duration),
+                    ));
+                }
+            }
+            if f.min_rto.0 == 0 {
+                errs.push(src.error(&at("min_rto"), "must be positive"));
+            }
+        }
+        if self.output.bin.0 == 0 || self.output.jain_bucket.0 == 0 {
+            errs.push(src.error("output", "bin widths must be positive"));
+        }
+        if errs.is_empty() {
+            Ok(())
+        } else {
+            Err(ScenarioErrors(errs))
+        }
+    }
+
+    /// Every concrete flow, in id order.
+    pub fn flow_instances(&self) -> Vec<FlowInstance> {
+        let mut out = Vec::new();
+        for (si, f) in self.flows.iter().enumerate() {
+            let n = f.count as u64;
+            for k in 0..n {
+                let start = f.start.0 + k * f.every.0;
+                let stop = match (f.leave, f.stop) {
+                    (Leave::Lifo, _) => f.start.0 + (2 * n - 1 - k) * f.every.0,
+                    (_, Some(s)) => s.0,
+                    _ => self.duration.0,
+                };
+                out.push(FlowInstance {
+                    id: out.len() as u32,
+                    spec: si,
+                    start: Dur(start),
+                    stop: Dur(stop.min(self.duration.0)),
+                });
+            }
+        }
+        out
+    }
+
+    /// Reverse-path one-way delay.
+    pub fn reverse_delay(&self) -> Dur {
+        self.reverse.delay.unwrap_or(self.link.delay)
+    }
+
+    /// The scenario with every default written out, as TOML.
+    pub fn to_toml(&self) -> String {
+        toml::to_string(self).expect("a scenario always serialises")
+    }
+}
+
+fn missing_field_hint(msg: &str) -> Option<String> {
+    let rest = msg.strip_prefix("missing field `")?;
+    let (word, _) = rest.split_once('`')?;
+    let hint = match word {
+        "link" => "add a [link] table, e.g. rate = \"12Mbps\", delay = \"10ms\", queue = \"1bdp\"",
+        "flows" => "add at least one [[flows]] table, e.g. scheme = \"cubic\"",
+        "scheme" => "every [[flows]] entry needs `scheme`; `cclab schemes` lists them",
+        _ => return Some(format!("missing required key `{word}`")),
+    };
+    Some(format!("missing required key `{word}`: {hint}"))
+}
