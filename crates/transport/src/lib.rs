@@ -1,1 +1,65 @@
+//! A TCP-like reliable transport as a pure state machine (no sockets, no clock: `now` is passed
+//! in), so the simulator and the emulator's UDP transport run exactly the same code.
+//!
+//! Every transmission carries a fresh packet id (QUIC-style), which removes retransmission
+//! ambiguity from RTT, loss and delivery-rate sampling. The receiver acknowledges with the
+//! in-order stream offset (TCP's cumulative ACK) plus the three most recent ranges of packet
+//! ids it holds (SACK blocks). The sender owns everything a controller should not: RTT
+//! estimation (RFC 6298), loss detection by packet threshold (dupthresh 3) and time threshold
+//! (RACK's 9/8·RTT), the retransmission timer with backoff, recovery epochs, the delivery-rate
+//! sampler, the packet-timed round counter, cwnd-limited tracking and pacing.
 
+mod receiver;
+mod rtt;
+mod sender;
+
+pub use receiver::{Receiver, ReceiverConfig};
+pub use rtt::RttEstimator;
+pub use sender::{Sender, SenderConfig, SenderStats};
+
+use cclab_cc::Time;
+
+/// Bytes of IP/TCP headers on every data packet; MSS + this = 1500 on the wire.
+pub const DATA_HEADER: u64 = 52;
+
+/// A data packet as the transport sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DataPacket {
+    pub id: u64,
+    /// Stream offset of the payload.
+    pub offset: u64,
+    pub len: u32,
+    pub sent: Time,
+    pub retransmission: bool,
+}
+
+impl DataPacket {
+    pub fn wire_bytes(&self) -> u64 {
+        self.len as u64 + DATA_HEADER
+    }
+}
+
+/// A range of packet ids `[start, end)`.
+pub type IdRange = (u64, u64);
+
+/// How many packet-id ranges an ACK carries (TCP carries 3–4 SACK blocks).
+pub const ACK_RANGES: usize = 3;
+
+/// An acknowledgement.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct AckFrame {
+    /// Most recent ranges of received packet ids, newest first; `ranges[0]` holds `largest`.
+    pub ranges: [IdRange; ACK_RANGES],
+    pub n_ranges: u8,
+    pub largest: u64,
+    /// Stream bytes received in order (TCP's cumulative ACK).
+    pub stream_cum: u64,
+    /// One-way delay of the newest packet, measured by the receiver (LEDBAT-style echo).
+    pub one_way_delay: Time,
+}
+
+impl AckFrame {
+    pub fn ranges(&self) -> &[IdRange] {
+        &self.ranges[..self.n_ranges as usize]
+    }
+}

@@ -1,0 +1,196 @@
+use crate::{AckFrame, DataPacket, IdRange, ACK_RANGES};
+use cclab_cc::Time;
+
+#[derive(Clone, Copy, Debug)]
+pub struct ReceiverConfig {
+    /// ACK every second packet, or when `delayed_ack_timeout` passes (RFC 1122/5681).
+    pub delayed_ack: bool,
+    pub delayed_ack_timeout: Time,
+}
+
+impl Default for ReceiverConfig {
+    fn default() -> Self {
+        // Linux's minimum delayed-ACK timer.
+        ReceiverConfig { delayed_ack: false, delayed_ack_timeout: 40_000_000 }
+    }
+}
+
+/// The receiving end: tracks which packets and stream bytes arrived and produces ACKs.
+#[derive(Clone, Debug)]
+pub struct Receiver {
+    cfg: ReceiverConfig,
+    /// Received packet-id ranges, oldest first, at most `ACK_RANGES` kept.
+    ids: Vec<IdRange>,
+    /// Stream bytes received in order, and the out-of-order stream ranges above it.
+    stream_cum: u64,
+    holes_above: Vec<(u64, u64)>,
+    unacked: u32,
+    ack_deadline: Option<Time>,
+    last_owd: Time,
+    pub packets_received: u64,
+    pub bytes_received: u64,
+}
+
+impl Receiver {
+    pub fn new(cfg: ReceiverConfig) -> Self {
+        Receiver {
+            cfg,
+            ids: Vec::with_capacity(ACK_RANGES + 1),
+            stream_cum: 0,
+            holes_above: Vec::new(),
+            unacked: 0,
+            ack_deadline: None,
+            last_owd: 0,
+            packets_received: 0,
+            bytes_received: 0,
+        }
+    }
+
+    /// Stream bytes delivered in order to the application.
+    pub fn stream_cum(&self) -> u64 {
+        self.stream_cum
+    }
+
+    /// Takes a data packet; returns an ACK to send now, if one is due.
+    pub fn on_data(&mut self, now: Time, pkt: &DataPacket) -> Option<AckFrame> {
+        self.packets_received += 1;
+        self.bytes_received += pkt.len as u64;
+        self.last_owd = now.saturating_sub(pkt.sent);
+        let gap = self.record_id(pkt.id);
+        let filled_hole = self.record_stream(pkt.offset, pkt.offset + pkt.len as u64);
+        self.unacked += 1;
+        // Out-of-order arrivals and hole fills are acknowledged at once so the sender sees
+        // the loss (or the repair) without waiting for the delayed-ACK timer.
+        if !self.cfg.delayed_ack || gap || filled_hole || self.unacked >= 2 {
+            return Some(self.make_ack());
+        }
+        self.ack_deadline.get_or_insert(now + self.cfg.delayed_ack_timeout);
+        None
+    }
+
+    pub fn next_timeout(&self) -> Option<Time> {
+        self.ack_deadline
+    }
+
+    pub fn on_timeout(&mut self, now: Time) -> Option<AckFrame> {
+        match self.ack_deadline {
+            Some(t) if t <= now && self.unacked > 0 => Some(self.make_ack()),
+            _ => None,
+        }
+    }
+
+    fn make_ack(&mut self) -> AckFrame {
+        self.unacked = 0;
+        self.ack_deadline = None;
+        let mut ack = AckFrame { stream_cum: self.stream_cum, one_way_delay: self.last_owd, ..Default::default() };
+        for (i, r) in self.ids.iter().rev().take(ACK_RANGES).enumerate() {
+            ack.ranges[i] = *r;
+            ack.n_ranges += 1;
+        }
+        ack.largest = self.ids.last().map_or(0, |r| r.1 - 1);
+        ack
+    }
+
+    /// Returns true when the id leaves a gap (a packet was lost or reordered before it).
+    fn record_id(&mut self, id: u64) -> bool {
+        match self.ids.last_mut() {
+            Some(r) if r.1 == id => {
+                r.1 += 1;
+                false
+            }
+            Some(r) if id < r.1 => {
+                // Reordered: rare on FIFO paths; merge into an older range if adjacent.
+                for r in self.ids.iter_mut() {
+                    if r.0 == id + 1 {
+                        r.0 = id;
+                        return true;
+                    }
+                    if r.1 == id {
+                        r.1 += 1;
+                        return true;
+                    }
+                }
+                true
+            }
+            last => {
+                let gap = last.is_some() || id > 0;
+                self.ids.push((id, id + 1));
+                if self.ids.len() > ACK_RANGES {
+                    self.ids.remove(0);
+                }
+                gap
+            }
+        }
+    }
+
+    /// Returns true when the bytes filled (part of) a hole below the highest byte received.
+    fn record_stream(&mut self, start: u64, end: u64) -> bool {
+        if end <= self.stream_cum {
+            return true;
+        }
+        if start <= self.stream_cum && self.holes_above.is_empty() {
+            self.stream_cum = end;
+            return false;
+        }
+        let highest = self.holes_above.last().map_or(self.stream_cum, |r| r.1);
+        let filled = start < highest;
+        // Insert [start, end) into the sorted, disjoint out-of-order ranges, then advance the
+        // cumulative point over whatever became contiguous.
+        let pos = self.holes_above.partition_point(|r| r.1 < start);
+        let mut new = (start.max(self.stream_cum), end);
+        while pos < self.holes_above.len() && self.holes_above[pos].0 <= new.1 {
+            let r = self.holes_above.remove(pos);
+            new = (new.0.min(r.0), new.1.max(r.1));
+        }
+        self.holes_above.insert(pos, new);
+        while let Some(&(s, e)) = self.holes_above.first() {
+            if s > self.stream_cum {
+                break;
+            }
+            self.stream_cum = self.stream_cum.max(e);
+            self.holes_above.remove(0);
+        }
+        filled
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pkt(id: u64, offset: u64) -> DataPacket {
+        DataPacket { id, offset, len: 1000, sent: 0, retransmission: false }
+    }
+
+    #[test]
+    fn acks_ranges_and_stream_with_a_loss_and_repair() {
+        let mut r = Receiver::new(ReceiverConfig::default());
+        r.on_data(1, &pkt(0, 0)).unwrap();
+        r.on_data(2, &pkt(1, 1000)).unwrap();
+        // id 2 (offset 2000) lost; ids 3, 4 carry offsets 3000, 4000.
+        let a = r.on_data(3, &pkt(3, 3000)).unwrap();
+        assert_eq!(a.ranges(), &[(3, 4), (0, 2)]);
+        assert_eq!(a.stream_cum, 2000);
+        let a = r.on_data(4, &pkt(4, 4000)).unwrap();
+        assert_eq!((a.largest, a.ranges()[0]), (4, (3, 5)));
+        // The retransmission of offset 2000 arrives with a fresh id 5.
+        let a = r.on_data(5, &pkt(5, 2000)).unwrap();
+        assert_eq!(a.stream_cum, 5000);
+        assert_eq!(a.ranges(), &[(3, 6), (0, 2)]);
+    }
+
+    #[test]
+    fn delayed_ack_every_second_packet_or_timer() {
+        let mut r = Receiver::new(ReceiverConfig { delayed_ack: true, ..Default::default() });
+        assert!(r.on_data(10, &pkt(0, 0)).is_none());
+        assert_eq!(r.next_timeout(), Some(10 + 40_000_000));
+        assert!(r.on_data(20, &pkt(1, 1000)).is_some(), "every second packet is acked");
+        assert!(r.on_data(30, &pkt(2, 2000)).is_none());
+        assert!(r.on_data(40, &pkt(3, 3000)).is_some());
+        assert!(r.on_data(50, &pkt(5, 4000)).is_some(), "a gap in ids is acked at once");
+        assert!(r.on_data(60, &pkt(6, 5000)).is_none());
+        assert!(r.on_timeout(39_000_000).is_none());
+        let a = r.on_timeout(60 + 40_000_000).unwrap();
+        assert_eq!(a.largest, 6);
+    }
+}

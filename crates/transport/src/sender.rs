@@ -1,0 +1,588 @@
+use crate::rtt::RttEstimator;
+use crate::{AckFrame, DataPacket};
+use cclab_cc::{
+    AckEvent, AckedPacket, CaState, CcContext, CcTag, CongestionControl, CongestionEvent, LossCause, LostPacket,
+    RateSample, Rng, SentPacket, Time,
+};
+use std::collections::VecDeque;
+
+/// RACK / RFC 9002 time threshold: a packet is lost 9/8 RTT after a later one was acked.
+const TIME_THRESHOLD_NUM: u64 = 9;
+const TIME_THRESHOLD_DEN: u64 = 8;
+/// Dupthresh: a packet is lost once three later packets are acked.
+const PACKET_THRESHOLD: u64 = 3;
+
+#[derive(Clone, Copy, Debug)]
+pub struct SenderConfig {
+    pub mss: u64,
+    pub min_rto: Time,
+    /// Pace window-based controllers at `ratio × cwnd / srtt` (Linux's 2.0 in slow start,
+    /// 1.2 otherwise) when the controller sets no rate.
+    pub pace_windowed: bool,
+    /// Ignore the controller's pacing rate entirely.
+    pub never_pace: bool,
+}
+
+impl Default for SenderConfig {
+    fn default() -> Self {
+        SenderConfig { mss: 1448, min_rto: 200_000_000, pace_windowed: false, never_pace: false }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    InFlight,
+    Acked,
+    Lost,
+}
+
+/// What the sender remembers of one transmission, including the delivery-rate snapshot.
+#[derive(Clone, Copy, Debug)]
+struct Sent {
+    offset: u64,
+    len: u32,
+    state: State,
+    app_limited: bool,
+    send_time: Time,
+    tag: CcTag,
+    delivered: u64,
+    delivered_time: Time,
+    first_send_time: Time,
+    tx_in_flight: u64,
+    lost: u64,
+}
+
+/// Counters for tests and logs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SenderStats {
+    pub packets_sent: u64,
+    pub retransmissions: u64,
+    pub packets_lost: u64,
+    pub rto_count: u64,
+    pub congestion_events: u64,
+}
+
+pub struct Sender {
+    cfg: SenderConfig,
+    cc: Box<dyn CongestionControl>,
+    rng: Rng,
+    rtt: RttEstimator,
+    /// Sent packets from `base_id` on; resolved ones are popped from the front.
+    sent: VecDeque<Sent>,
+    base_id: u64,
+    next_id: u64,
+    /// Lowest id not yet acked or declared lost (the loss-detection scan starts here).
+    first_unresolved: u64,
+    largest_acked: Option<u64>,
+    in_flight: u64,
+    /// Stream data declared lost and waiting to be sent again.
+    retransmit: VecDeque<(u64, u32)>,
+    next_offset: u64,
+    /// Bytes the application has written (u64::MAX for a bulk flow).
+    app_limit: u64,
+    active: bool,
+    // Recovery epochs (reference §0.3, QUIC style).
+    ca_state: CaState,
+    recovery_start: Option<Time>,
+    recovery_end_id: u64,
+    // Retransmission timer.
+    rto_deadline: Option<Time>,
+    loss_time: Option<Time>,
+    // Delivery-rate sampler (reference §0.4).
+    delivered: u64,
+    delivered_time: Time,
+    first_send_time: Time,
+    app_limited_until: u64,
+    lost_total: u64,
+    // Round counter (reference §0.5).
+    round: u64,
+    next_round_delivered: u64,
+    // cwnd-limited tracking, per round (Linux tcp_is_cwnd_limited).
+    max_in_flight_round: u64,
+    max_in_flight_prev: u64,
+    cwnd_blocked_round: bool,
+    cwnd_blocked_prev: bool,
+    // Pacing: earliest departure time of the next packet.
+    next_send_time: Time,
+    last_send_time: Time,
+    // Scratch buffers reused across ACKs.
+    acked_buf: Vec<AckedPacket>,
+    lost_buf: Vec<LostPacket>,
+    pub stats: SenderStats,
+}
+
+impl Sender {
+    pub fn new(cfg: SenderConfig, cc: Box<dyn CongestionControl>, rng: Rng) -> Sender {
+        Sender {
+            cfg,
+            cc,
+            rng,
+            rtt: RttEstimator::new(cfg.min_rto),
+            sent: VecDeque::new(),
+            base_id: 0,
+            next_id: 0,
+            first_unresolved: 0,
+            largest_acked: None,
+            in_flight: 0,
+            retransmit: VecDeque::new(),
+            next_offset: 0,
+            app_limit: u64::MAX,
+            active: false,
+            ca_state: CaState::Open,
+            recovery_start: None,
+            recovery_end_id: 0,
+            rto_deadline: None,
+            loss_time: None,
+            delivered: 0,
+            delivered_time: 0,
+            first_send_time: 0,
+            app_limited_until: 0,
+            lost_total: 0,
+            round: 0,
+            next_round_delivered: 0,
+            max_in_flight_round: 0,
+            max_in_flight_prev: 0,
+            cwnd_blocked_round: false,
+            cwnd_blocked_prev: false,
+            next_send_time: 0,
+            last_send_time: 0,
+            acked_buf: Vec::new(),
+            lost_buf: Vec::new(),
+            stats: SenderStats::default(),
+        }
+    }
+
+    pub fn cc(&self) -> &dyn CongestionControl {
+        self.cc.as_ref()
+    }
+    pub fn rtt(&self) -> &cclab_cc::RttStats {
+        &self.rtt.stats
+    }
+    pub fn in_flight(&self) -> u64 {
+        self.in_flight
+    }
+    pub fn delivered(&self) -> u64 {
+        self.delivered
+    }
+    pub fn is_active(&self) -> bool {
+        self.active
+    }
+    pub fn ca_state(&self) -> CaState {
+        self.ca_state
+    }
+
+    /// Starts sending (a bulk flow has unlimited data until [`Sender::stop`]).
+    pub fn start(&mut self, now: Time) {
+        self.active = true;
+        self.next_send_time = now;
+        let mss = self.cfg.mss;
+        self.cc.on_init(now, &mut CcContext { mss, rng: &mut self.rng });
+    }
+
+    /// Limits the data the application has written to `bytes` in total.
+    pub fn set_app_limit(&mut self, bytes: u64) {
+        self.app_limit = bytes;
+    }
+
+    /// Stops all sending: no new data, no retransmissions, no timers.
+    pub fn stop(&mut self) {
+        self.active = false;
+        self.rto_deadline = None;
+        self.loss_time = None;
+    }
+
+    fn has_data(&self) -> bool {
+        !self.retransmit.is_empty() || self.next_offset < self.app_limit
+    }
+
+    fn pacing_rate(&self) -> Option<f64> {
+        if self.cfg.never_pace {
+            return None;
+        }
+        if let Some(r) = self.cc.pacing_rate() {
+            return Some(r);
+        }
+        if self.cfg.pace_windowed && self.rtt.stats.has_sample {
+            let cwnd = self.cc.cwnd();
+            if cwnd == u64::MAX {
+                return None;
+            }
+            let ratio = if self.cc.in_slow_start() { 2.0 } else { 1.2 };
+            return Some(ratio * cwnd as f64 / (self.rtt.stats.smoothed as f64 / 1e9));
+        }
+        None
+    }
+
+    /// The next packet to send at `now`, if the window, the pacer and the data allow one.
+    pub fn poll_transmit(&mut self, now: Time) -> Option<DataPacket> {
+        if !self.active || !self.has_data() {
+            return None;
+        }
+        if !self.cc.can_send(self.in_flight, self.cfg.mss) {
+            self.cwnd_blocked_round = true;
+            return None;
+        }
+        let pacing = self.pacing_rate();
+        if pacing.is_some() && now < self.next_send_time {
+            return None;
+        }
+        let (offset, len, retransmission) = match self.retransmit.pop_front() {
+            Some((off, len)) => (off, len, true),
+            None => {
+                let len = self.cfg.mss.min(self.app_limit - self.next_offset) as u32;
+                let off = self.next_offset;
+                self.next_offset += len as u64;
+                (off, len, false)
+            }
+        };
+        if self.in_flight == 0 {
+            // Reference §0.4: restart the sampler's clocks after idle.
+            self.first_send_time = now;
+            self.delivered_time = now;
+        }
+        let id = self.next_id;
+        self.next_id += 1;
+        self.in_flight += len as u64;
+        self.max_in_flight_round = self.max_in_flight_round.max(self.in_flight);
+        let app_limited = self.app_limited_until > 0;
+        let info = SentPacket {
+            id,
+            bytes: len as u64,
+            send_time: now,
+            is_retransmission: retransmission,
+            in_flight: self.in_flight,
+            app_limited,
+        };
+        let mss = self.cfg.mss;
+        let tag = self.cc.on_packet_sent(&info, &mut CcContext { mss, rng: &mut self.rng });
+        self.sent.push_back(Sent {
+            offset,
+            len,
+            state: State::InFlight,
+            app_limited,
+            send_time: now,
+            tag,
+            delivered: self.delivered,
+            delivered_time: self.delivered_time,
+            first_send_time: self.first_send_time,
+            tx_in_flight: self.in_flight,
+            lost: self.lost_total,
+        });
+        if let Some(rate) = pacing {
+            let gap = (len as f64 / rate * 1e9) as Time;
+            self.next_send_time = self.next_send_time.max(now) + gap;
+        }
+        self.last_send_time = now;
+        if self.rto_deadline.is_none() {
+            self.rto_deadline = Some(now + self.rtt.rto());
+        }
+        self.stats.packets_sent += 1;
+        self.stats.retransmissions += u64::from(retransmission);
+        self.mark_app_limited();
+        Some(DataPacket { id, offset, len, sent: now, retransmission })
+    }
+
+    /// Reference §0.4: a sender with nothing left to send and room in the window is
+    /// application-limited; rate samples taken until that data is delivered say so.
+    fn mark_app_limited(&mut self) {
+        if !self.has_data() && self.in_flight < self.cc.cwnd() {
+            self.app_limited_until = (self.delivered + self.in_flight).max(1);
+        }
+    }
+
+    fn entry(&mut self, id: u64) -> Option<&mut Sent> {
+        id.checked_sub(self.base_id).and_then(|i| self.sent.get_mut(i as usize))
+    }
+
+    /// Processes an acknowledgement.
+    pub fn on_ack(&mut self, now: Time, ack: &AckFrame) {
+        if !self.active {
+            return;
+        }
+        let prior_in_flight = self.in_flight;
+        let prior_largest = self.largest_acked;
+        let floor = prior_largest.map_or(0, |l| l + 1);
+        self.acked_buf.clear();
+        self.lost_buf.clear();
+        let mut newest: Option<(u64, Sent)> = None;
+        let mut newly_acked_bytes = 0;
+        // Ids at or below the largest already acked were handled by earlier ACKs: paths are
+        // FIFO, so anything below it that is still missing is lost or about to be.
+        for &(start, end) in ack.ranges() {
+            for id in start.max(floor)..end.min(self.next_id) {
+                let Some(p) = self.entry(id) else { continue };
+                let was = p.state;
+                if was == State::Acked {
+                    continue;
+                }
+                p.state = State::Acked;
+                let p = *p;
+                if was == State::InFlight {
+                    self.in_flight -= p.len as u64;
+                    newly_acked_bytes += p.len as u64;
+                    self.acked_buf.push(AckedPacket {
+                        id,
+                        bytes: p.len as u64,
+                        send_time: p.send_time,
+                        tag: p.tag,
+                        rtt: now - p.send_time,
+                    });
+                }
+                // Reference §0.4: every delivered packet counts, even one declared lost too early.
+                self.delivered += p.len as u64;
+                self.delivered_time = now;
+                if newest.is_none_or(|(nid, n)| (p.send_time, id) > (n.send_time, nid)) {
+                    newest = Some((id, p));
+                }
+            }
+        }
+        let Some((newest_id, newest_pkt)) = newest else {
+            return;
+        };
+        self.largest_acked = Some(prior_largest.map_or(newest_id, |l| l.max(newest_id)));
+        if Some(newest_id) == self.largest_acked {
+            self.rtt.sample(now - newest_pkt.send_time);
+        }
+        self.first_send_time = newest_pkt.send_time;
+
+        // Rate sample, reference §0.4.
+        if self.app_limited_until > 0 && self.delivered > self.app_limited_until {
+            self.app_limited_until = 0;
+        }
+        let send_elapsed = newest_pkt.send_time - newest_pkt.first_send_time;
+        let ack_elapsed = self.delivered_time - newest_pkt.delivered_time;
+        let interval = send_elapsed.max(ack_elapsed);
+        let sample_delivered = self.delivered - newest_pkt.delivered;
+        let rate = (interval > 0 && interval >= self.rtt.stats.min).then(|| RateSample {
+            delivery_rate: sample_delivered as f64 / (interval as f64 / 1e9),
+            interval,
+            delivered: sample_delivered,
+            prior_delivered: newest_pkt.delivered,
+            prior_time: newest_pkt.delivered_time,
+            tx_in_flight: newest_pkt.tx_in_flight,
+            lost: self.lost_total - newest_pkt.lost,
+            is_app_limited: newest_pkt.app_limited,
+            rtt: now - newest_pkt.send_time,
+        });
+
+        // Round counter, reference §0.5.
+        let round_start = newest_pkt.delivered >= self.next_round_delivered;
+        if round_start {
+            self.next_round_delivered = self.delivered;
+            self.round += 1;
+            self.max_in_flight_prev = self.max_in_flight_round;
+            self.cwnd_blocked_prev = self.cwnd_blocked_round;
+            self.max_in_flight_round = self.in_flight;
+            self.cwnd_blocked_round = false;
+        }
+
+        self.detect_losses(now);
+
+        // Recovery ends once a packet sent after it began is acked.
+        if self.ca_state != CaState::Open && newest_id >= self.recovery_end_id {
+            self.ca_state = CaState::Open;
+            let mss = self.cfg.mss;
+            self.cc.on_recovery_exit(now, &mut CcContext { mss, rng: &mut self.rng });
+        }
+
+        let cwnd_limited = self.cwnd_limited();
+        let newly_lost_bytes = self.lost_buf.iter().map(|l| l.bytes).sum();
+        let acked = std::mem::take(&mut self.acked_buf);
+        let lost = std::mem::take(&mut self.lost_buf);
+        let rtt = self.rtt.stats;
+        let ev = AckEvent {
+            now,
+            acked: &acked,
+            lost: &lost,
+            newly_acked_bytes,
+            newly_lost_bytes,
+            prior_in_flight,
+            in_flight: self.in_flight,
+            rtt: &rtt,
+            rate,
+            delivered: self.delivered,
+            round: self.round,
+            round_start,
+            ca_state: self.ca_state,
+            app_limited: !cwnd_limited,
+            one_way_delay: Some(ack.one_way_delay),
+        };
+        let mss = self.cfg.mss;
+        self.cc.on_ack(&ev, &mut CcContext { mss, rng: &mut self.rng });
+        self.report_congestion(now, &lost, prior_in_flight);
+        self.acked_buf = acked;
+        self.lost_buf = lost;
+
+        self.pop_resolved();
+        self.rto_deadline = (self.in_flight > 0).then(|| now + self.rtt.rto());
+        self.mark_app_limited();
+    }
+
+    /// Linux's tcp_is_cwnd_limited: in slow start, the window is used if it is less than twice
+    /// the most in flight over the last round; otherwise, if sending stopped on the window.
+    fn cwnd_limited(&self) -> bool {
+        let cwnd = self.cc.cwnd();
+        if cwnd == u64::MAX {
+            return true;
+        }
+        let max_in_flight = self.max_in_flight_round.max(self.max_in_flight_prev);
+        if self.cc.in_slow_start() {
+            cwnd < 2 * max_in_flight
+        } else {
+            self.cwnd_blocked_round || self.cwnd_blocked_prev || max_in_flight + self.cfg.mss >= cwnd
+        }
+    }
+
+    /// Declares lost every unacked packet three ids below the largest acked, or sent more than
+    /// 9/8·RTT before it; arms the loss timer for the earliest that is not yet.
+    fn detect_losses(&mut self, now: Time) {
+        let Some(largest) = self.largest_acked else { return };
+        let rtt = self.rtt.stats.latest.max(self.rtt.stats.smoothed);
+        let delay = (rtt * TIME_THRESHOLD_NUM / TIME_THRESHOLD_DEN).max(1_000_000);
+        self.loss_time = None;
+        let mut id = self.first_unresolved.max(self.base_id);
+        let mut all_resolved_so_far = true;
+        while id < largest {
+            let idx = (id - self.base_id) as usize;
+            let p = self.sent[idx];
+            if p.state == State::InFlight {
+                let cause = if largest - id >= PACKET_THRESHOLD {
+                    Some(LossCause::PacketThreshold)
+                } else if p.send_time + delay <= now {
+                    Some(LossCause::TimeThreshold)
+                } else {
+                    None
+                };
+                match cause {
+                    Some(cause) => self.declare_lost(id, cause),
+                    None => {
+                        let t = p.send_time + delay;
+                        self.loss_time = Some(self.loss_time.map_or(t, |l| l.min(t)));
+                        all_resolved_so_far = false;
+                    }
+                }
+            }
+            if all_resolved_so_far {
+                self.first_unresolved = id + 1;
+            }
+            id += 1;
+        }
+    }
+
+    fn declare_lost(&mut self, id: u64, cause: LossCause) {
+        let idx = (id - self.base_id) as usize;
+        let p = &mut self.sent[idx];
+        p.state = State::Lost;
+        let p = *p;
+        self.in_flight -= p.len as u64;
+        self.lost_total += p.len as u64;
+        self.stats.packets_lost += 1;
+        self.retransmit.push_back((p.offset, p.len));
+        self.lost_buf.push(LostPacket { id, bytes: p.len as u64, send_time: p.send_time, tag: p.tag, cause });
+    }
+
+    /// One congestion event per recovery epoch: only a loss of a packet sent after the
+    /// current epoch began starts a new one (reference §0.3).
+    fn report_congestion(&mut self, now: Time, lost: &[LostPacket], prior_in_flight: u64) {
+        let Some(newest_lost) = lost.iter().map(|l| l.send_time).max() else { return };
+        if self.recovery_start.is_some_and(|s| newest_lost <= s) {
+            return;
+        }
+        self.recovery_start = Some(now);
+        self.recovery_end_id = self.next_id;
+        if self.ca_state == CaState::Open {
+            self.ca_state = CaState::Recovery;
+        }
+        self.stats.congestion_events += 1;
+        let ev = CongestionEvent {
+            now,
+            largest_lost_send_time: newest_lost,
+            lost_bytes: lost.iter().map(|l| l.bytes).sum(),
+            in_flight: self.in_flight,
+            prior_in_flight,
+        };
+        let mss = self.cfg.mss;
+        self.cc.on_congestion_event(&ev, &mut CcContext { mss, rng: &mut self.rng });
+    }
+
+    fn pop_resolved(&mut self) {
+        while let Some(p) = self.sent.front() {
+            if p.state == State::InFlight {
+                break;
+            }
+            self.sent.pop_front();
+            self.base_id += 1;
+        }
+        self.first_unresolved = self.first_unresolved.max(self.base_id);
+    }
+
+    /// The earliest time the sender needs [`Sender::on_timeout`] or can send again.
+    pub fn next_timeout(&self) -> Option<Time> {
+        if !self.active {
+            return None;
+        }
+        let mut t = self.rto_deadline;
+        let mut earliest = |x: Option<Time>| {
+            if let Some(x) = x {
+                t = Some(t.map_or(x, |t| t.min(x)));
+            }
+        };
+        earliest(self.loss_time);
+        earliest(self.cc.next_timer());
+        if self.has_data()
+            && self.cc.can_send(self.in_flight, self.cfg.mss)
+            && self.pacing_rate().is_some()
+        {
+            earliest(Some(self.next_send_time));
+        }
+        t
+    }
+
+    /// Fires whatever timers are due at `now`.
+    pub fn on_timeout(&mut self, now: Time) {
+        if !self.active {
+            return;
+        }
+        if self.cc.next_timer().is_some_and(|t| t <= now) {
+            let mss = self.cfg.mss;
+            self.cc.on_timer(now, &mut CcContext { mss, rng: &mut self.rng });
+        }
+        if self.loss_time.is_some_and(|t| t <= now) {
+            let prior = self.in_flight;
+            self.lost_buf.clear();
+            self.detect_losses(now);
+            let lost = std::mem::take(&mut self.lost_buf);
+            self.report_congestion(now, &lost, prior);
+            self.lost_buf = lost;
+            self.pop_resolved();
+        }
+        if self.rto_deadline.is_some_and(|t| t <= now) {
+            self.fire_rto(now);
+        }
+    }
+
+    /// RFC 6298 §5: every outstanding packet is presumed lost, the timer backs off, and the
+    /// controller collapses its window.
+    fn fire_rto(&mut self, now: Time) {
+        self.stats.rto_count += 1;
+        self.lost_buf.clear();
+        let start = self.first_unresolved.max(self.base_id);
+        for id in start..self.next_id {
+            if self.sent[(id - self.base_id) as usize].state == State::InFlight {
+                self.declare_lost(id, LossCause::Rto);
+            }
+        }
+        self.lost_buf.clear();
+        self.pop_resolved();
+        self.first_unresolved = self.next_id;
+        self.loss_time = None;
+        self.rtt.back_off();
+        self.ca_state = CaState::Loss;
+        self.recovery_start = Some(now);
+        self.recovery_end_id = self.next_id;
+        let ctx_mss = self.cfg.mss;
+        self.cc.on_rto(now, &mut CcContext { mss: ctx_mss, rng: &mut self.rng });
+        self.next_send_time = now;
+        self.rto_deadline = Some(now + self.rtt.rto());
+    }
+}
