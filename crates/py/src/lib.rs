@@ -1,1 +1,107 @@
+//! The Python module `cclab._core`: scenario validation, simulator runs and the scheme list,
+//! with results handed to Python as numpy columns. Everything user-facing (the `cclab.run`
+//! API, DataFrames, the archive, the CLI) lives in the Python package on top of this.
 
+mod errors;
+mod output;
+mod overrides;
+mod schemes;
+
+use cclab_core::scenario::{merge_overrides, Scenario, ScenarioErrors};
+use cclab_sim::{RunOptions, SimError};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// How often, at most, a running simulation re-acquires the GIL to call the progress callback
+/// and to look for Ctrl-C.
+const PROGRESS_EVERY: Duration = Duration::from_millis(250);
+
+/// What errors call a scenario given inline (as a dict) rather than as a file.
+const INLINE_FILE: &str = "<scenario dict>";
+
+/// Reads a scenario from a file (`is_path`) or from the JSON text of a table, merges the JSON
+/// object `overrides_json` (dotted keys allowed) and validates the result.
+fn load(source: &str, is_path: bool, overrides_json: &str) -> Result<Scenario, ScenarioErrors> {
+    let overrides = overrides::json_to_table(overrides_json, "<overrides>")?;
+    if is_path {
+        cclab_sim::load_scenario(Path::new(source), &overrides)
+    } else {
+        // An inline scenario is the set of keys merged into an empty file, so every key goes
+        // through exactly the same schema and checks as a file's (without line numbers).
+        let mut table = overrides::json_to_table(source, INLINE_FILE)?;
+        merge_overrides(&mut table, &overrides);
+        cclab_sim::parse_scenario("", INLINE_FILE, &table)
+    }
+}
+
+/// Validates a scenario and returns it as TOML with every default filled in.
+#[pyfunction]
+#[pyo3(signature = (source, is_path, overrides_json = "{}"))]
+fn validate(py: Python<'_>, source: &str, is_path: bool, overrides_json: &str) -> PyResult<String> {
+    let scenario =
+        load(source, is_path, overrides_json).map_err(|e| errors::scenario_error(py, &e))?;
+    Ok(scenario.to_toml())
+}
+
+/// Validates and simulates a scenario. The GIL is released while simulating; at most every
+/// 250 ms of wall time the run re-acquires it to call `progress(sim_ns, duration_ns)` and to
+/// check for signals, so Ctrl-C stops a run with `KeyboardInterrupt`.
+#[pyfunction]
+#[pyo3(signature = (source, is_path, overrides_json = "{}", log_packets = false, progress = None))]
+fn run<'py>(
+    py: Python<'py>,
+    source: &str,
+    is_path: bool,
+    overrides_json: &str,
+    log_packets: bool,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let scenario =
+        load(source, is_path, overrides_json).map_err(|e| errors::scenario_error(py, &e))?;
+    let opts = RunOptions { log_packets };
+    let duration_ns = scenario.duration.ns();
+    // The Python exception that stopped the run (KeyboardInterrupt, or one raised by the
+    // callback), re-raised as it is once the GIL is back.
+    let mut stopped_by: Option<PyErr> = None;
+    let outcome = py.detach(|| {
+        let mut last_call = Instant::now();
+        let mut hook = |sim_ns: u64| -> Result<(), String> {
+            if last_call.elapsed() < PROGRESS_EVERY {
+                return Ok(());
+            }
+            last_call = Instant::now();
+            Python::attach(|py| {
+                py.check_signals()?;
+                if let Some(callback) = &progress {
+                    callback.call1(py, (sim_ns, duration_ns))?;
+                }
+                Ok(())
+            })
+            .map_err(|e: PyErr| {
+                let message = e.to_string();
+                stopped_by = Some(e);
+                message
+            })
+        };
+        cclab_sim::run(&scenario, &opts, &mut hook)
+    });
+    match outcome {
+        Ok(out) => output::to_dict(py, &scenario, out),
+        Err(SimError::Interrupted(message)) => {
+            Err(stopped_by.unwrap_or_else(|| errors::interrupted(&message)))
+        }
+        Err(SimError::Scenario(e)) => Err(errors::scenario_error(py, &e)),
+        Err(e @ SimError::Input(_)) => Err(errors::simulation_error(py, &e.to_string())),
+    }
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(validate, m)?)?;
+    m.add_function(wrap_pyfunction!(run, m)?)?;
+    m.add_function(wrap_pyfunction!(schemes::schemes, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}
