@@ -1,0 +1,57 @@
+"""The Python API: `cclab.run` and `cclab.validate`."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from cclab import _core
+from cclab.result import RunResult
+from cclab.scenario_source import ScenarioSource, core_source, describe, overrides_json
+
+#: Called with the simulated time reached and the scenario's duration, both in ns, at most every
+#: 250 ms of wall time during a run. An exception it raises stops the run and propagates.
+ProgressCallback = Callable[[int, int], object]
+
+
+def validate(source: ScenarioSource, *, seed: int | None = None, **overrides: Any) -> str:
+    """Checks a scenario (a file path or a dict) with `overrides` applied and returns it as
+    TOML with every default filled in. Raises `cclab.ScenarioError` listing every problem."""
+    text, is_path = core_source(source)
+    return _core.validate(text, is_path, overrides_json(overrides, seed))
+
+
+def run(
+    source: ScenarioSource,
+    *,
+    seed: int | None = None,
+    log_packets: bool = False,
+    out: str | Path | None = None,
+    progress: ProgressCallback | None = None,
+    **overrides: Any,
+) -> RunResult:
+    """Simulates a scenario and returns its results.
+
+    `source` is a scenario file or a dict with the same keys (`{"link": {"rate": "12Mbps"},
+    "flows": [{"scheme": "cubic"}]}`). Keyword `overrides` replace keys of the scenario; write
+    a nested key with a double underscore (`link__rate="24Mbps"`, `duration="10s"`). With
+    `out`, the run directory is written there (atomically). Ctrl-C stops the run with
+    KeyboardInterrupt. Raises `cclab.ScenarioError` for an invalid scenario and
+    `cclab.SimulationError` when a valid one cannot run.
+    """
+    text, is_path = core_source(source)
+    started_at = datetime.now().astimezone()
+    t0 = time.perf_counter()
+    raw = _core.run(text, is_path, overrides_json(overrides, seed), log_packets, progress)
+    result = RunResult.from_core(
+        raw,
+        source=describe(source),
+        started_at=started_at,
+        wall_secs=time.perf_counter() - t0,
+    )
+    if out is not None:
+        result.save(out)
+    return result

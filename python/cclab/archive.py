@@ -1,0 +1,152 @@
+"""Run directories: one directory per run, written atomically.
+
+A run directory holds `scenario.toml` (as run, every default filled), the results as Parquet
+(zstd) — `summary`, `timeseries`, `jain`, `flows` and, when packets were logged, `packets` —
+and `meta.json`. Everything is first written into a hidden sibling `.<name>.partial-<random>`;
+`meta.json` (with `"complete": true`) is written last, then the directory is renamed into place
+in one step. A run that is killed therefore leaves either nothing or a hidden `.partial-`
+directory without a complete `meta.json`, never something that looks like a finished run.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import re
+import shutil
+import socket
+import sys
+import tempfile
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from cclab._core import __version__
+
+if TYPE_CHECKING:
+    from cclab.result import RunResult
+
+#: Environment variable naming the folder where runs go by default.
+RUNS_ENV = "CCLAB_RUNS"
+DEFAULT_RUNS_DIR = "cclab-runs"
+META_FILE = "meta.json"
+COMPRESSION = "zstd"
+
+
+def runs_root() -> Path:
+    return Path(os.environ.get(RUNS_ENV) or DEFAULT_RUNS_DIR)
+
+
+def default_run_dir(name: str, seed: int, when: datetime | None = None) -> Path:
+    """`<runs root>/<timestamp>-<scenario name>-s<seed>`, with a numeric suffix if taken."""
+    stamp = (when or datetime.now()).strftime("%Y%m%d-%H%M%S")
+    safe_name = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "run"
+    base = runs_root() / f"{stamp}-{safe_name}-s{seed}"
+    candidate, n = base, 1
+    while candidate.exists():
+        n += 1
+        candidate = base.with_name(f"{base.name}-{n}")
+    return candidate
+
+
+def _json_safe(value: Any) -> Any:
+    """NaN and infinities become null, so that meta.json is strict JSON."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    return value
+
+
+def _meta(result: RunResult, command: list[str] | None, files: list[str]) -> dict[str, Any]:
+    return _json_safe(
+        {
+            "complete": True,
+            "cclab_version": __version__,
+            "engine": "sim",
+            "name": result.name,
+            "seed": result.seed,
+            "source": result.source,
+            "host": socket.gethostname(),
+            "platform": platform.platform(),
+            "python": platform.python_version(),
+            "started_at": result.started_at.isoformat(timespec="seconds"),
+            "wall_secs": result.wall_secs,
+            "command": command if command is not None else list(sys.argv),
+            "events": result.stats.get("events"),
+            "events_per_sec": result.events_per_sec,
+            "simulated_secs": result.duration_s,
+            "metrics": result.metrics,
+            "stats": result.stats,
+            "files": files,
+        }
+    )
+
+
+def _write_packets(columns: dict[str, Any], path: Path) -> None:
+    """The packet log straight from the core's numpy columns (no DataFrame in between)."""
+    arrays = {}
+    for key, values in columns.items():
+        if key in ("kind", "fate"):
+            names = pa.array(columns[f"{key}_names"], type=pa.string())
+            arrays[key] = pa.DictionaryArray.from_arrays(pa.array(values), names)
+        elif not key.endswith("_names"):
+            arrays[key] = pa.array(values)
+    pq.write_table(pa.table(arrays), path, compression=COMPRESSION)
+
+
+def _write_contents(result: RunResult, folder: Path, command: list[str] | None) -> None:
+    (folder / "scenario.toml").write_text(result.scenario_toml)
+    frames = {
+        "summary": result.summary,
+        "timeseries": result.timeseries,
+        "jain": result.jain,
+        "flows": result.flows,
+    }
+    for stem, frame in frames.items():
+        frame.to_parquet(folder / f"{stem}.parquet", compression=COMPRESSION, index=False)
+    if result.packet_columns is not None:
+        _write_packets(result.packet_columns, folder / "packets.parquet")
+    files = [*sorted(p.name for p in folder.iterdir()), META_FILE]
+    # Last: the marker that the directory is whole.
+    with (folder / META_FILE).open("w") as f:
+        json.dump(_meta(result, command, files), f, indent=2)
+        f.write("\n")
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def write_run_dir(result: RunResult, target: Path, *, command: list[str] | None = None) -> Path:
+    """Writes `result` as the run directory `target`, which must not exist yet."""
+    if target.exists():
+        raise FileExistsError(f"{target} already exists; choose another output directory")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.partial-", dir=target.parent))
+    try:
+        staging.chmod(0o777 & ~_umask())  # mkdtemp makes it private; a run dir is not
+        _write_contents(result, staging, command)
+        staging.rename(target)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return target
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def is_complete(directory: Path) -> bool:
+    """Whether `directory` is a finished run (its meta.json says complete)."""
+    try:
+        meta = json.loads((directory / META_FILE).read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(meta, dict) and meta.get("complete") is True

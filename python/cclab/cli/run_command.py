@@ -1,0 +1,55 @@
+"""`cclab run SCENARIO`: simulate, print the summary table, write the run directory."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from rich.console import Console
+
+import cclab
+from cclab.archive import RUNS_ENV, default_run_dir
+from cclab.cli.common import CommandError, add_set_argument, overrides_of
+from cclab.cli.progress_bar import ProgressBar
+from cclab.cli.summary_table import summary_table
+
+NAME = "run"
+HELP = "simulate a scenario, print a per-flow summary and write a run directory"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("scenario", type=Path, metavar="SCENARIO")
+    parser.add_argument("--seed", type=int, help="the random seed (default: the scenario's)")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        metavar="DIR",
+        help=f"run directory to create (default: ${RUNS_ENV} or ./cclab-runs, then "
+        "<time>-<scenario name>-s<seed>)",
+    )
+    parser.add_argument(
+        "--log-packets", action="store_true", help="keep every packet's record (packets.parquet)"
+    )
+    add_set_argument(parser)
+
+
+def execute(args: argparse.Namespace) -> int:
+    if args.out is not None and args.out.exists():
+        raise CommandError(f"{args.out} already exists; give --out a new directory")
+    stderr = Console(stderr=True)
+    stderr.print(f"running {args.scenario}", highlight=False)
+    with ProgressBar(stderr) as progress:
+        result = cclab.run(
+            args.scenario,
+            seed=args.seed,
+            log_packets=args.log_packets,
+            progress=progress,
+            **overrides_of(args),
+        )
+    out = args.out or default_run_dir(result.name, result.seed)
+    result.save(out, command=["cclab", *sys.argv[1:]])
+    stdout = Console()
+    stdout.print(summary_table(result))
+    stdout.print(f"run directory: {out}", highlight=False, soft_wrap=True)
+    return 0

@@ -1,0 +1,55 @@
+"""The per-flow summary table `cclab run` prints."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+from rich import box
+from rich.table import Table
+
+from cclab.result import RunResult
+
+
+def _number(value: float, digits: int) -> str:
+    return "-" if pd.isna(value) or not math.isfinite(value) else f"{value:.{digits}f}"
+
+
+def summary_table(result: RunResult) -> Table:
+    """flow, scheme, throughput, p95 delay, queueing p95 and loss per flow, then the total with
+    the link utilisation and the median Jain index."""
+    table = Table(
+        box=box.SIMPLE_HEAD,
+        title=f"{result.name} — seed {result.seed}, {result.duration_s:g} s simulated",
+        caption=(
+            f"{result.stats['events']:,} events in {result.stats['wall_secs']:.2f} s "
+            f"({result.events_per_sec / 1e6:.1f} M events/s)"
+        ),
+    )
+    for header in ("flow", "scheme"):
+        table.add_column(header, no_wrap=True)
+    for header in (
+        "throughput\nMbit/s",
+        "delay\np95 ms",
+        "queue\np95 ms",
+        "loss\n%",
+        "util.\n%",
+        "Jain\nmedian",
+    ):
+        table.add_column(header, justify="right", no_wrap=True)
+    for row in result.summary.itertuples(index=False):
+        total = pd.isna(row.flow)
+        if total:
+            table.add_section()
+        table.add_row(
+            "total" if total else str(row.flow),
+            "" if total else row.scheme,
+            _number(row.throughput_mbps, 2),
+            _number(row.delay_p95_ms, 1),
+            _number(row.queueing_p95_ms, 1),
+            _number(100 * row.loss, 2),
+            _number(100 * row.utilisation, 1) if total else "",
+            _number(row.jain_median, 3) if total else "",
+            style="bold" if total else None,
+        )
+    return table
