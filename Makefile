@@ -1,0 +1,49 @@
+# cclab's two commands: `make demo` (install, then run an experiment) and `make test` (install,
+# then every check CI runs). `make install` is idempotent and returns at once when nothing
+# changed since the last build.
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+VENV := .venv
+BIN := $(VENV)/bin
+# The interpreter pyo3 builds against, for maturin and for cargo (clippy) alike.
+export PYO3_PYTHON := $(abspath $(BIN)/python)
+
+INSTALLED := $(VENV)/.cclab-installed
+RUST_INPUTS := Cargo.toml Cargo.lock $(shell find crates -name '*.rs' -o -name Cargo.toml)
+PY_DIRS := python tests
+DEMO_SCENARIO := scenarios/pantheon-3flows.toml
+
+.PHONY: help install demo test bench
+
+help:
+	@echo "make install  system packages (if missing), .venv, the cclab package and its Rust core"
+	@echo "make demo     install, then run $(DEMO_SCENARIO) and print its summary"
+	@echo "make test     install, then rustfmt, clippy, cargo test, ruff and pytest (what CI runs)"
+	@echo "make bench    run the performance benchmarks in benches/"
+
+install: $(INSTALLED)
+
+# Rebuilt when the Rust sources or the packaging change; the Python sources are installed
+# editable, so edits to them need no reinstall.
+$(INSTALLED): $(RUST_INPUTS) pyproject.toml scripts/check-system.sh
+	@scripts/check-system.sh
+	@test -x $(BIN)/python || python3 -m venv $(VENV)
+	@$(BIN)/python -m pip install --quiet 'maturin>=1.9,<2'
+	VIRTUAL_ENV=$(abspath $(VENV)) $(BIN)/maturin develop --release --extras dev
+	@touch $@
+
+demo: install
+	$(BIN)/cclab run $(DEMO_SCENARIO)
+
+test: install
+	cargo fmt --all --check
+	cargo clippy --workspace --all-targets -- -D warnings
+	cargo test --release --workspace --exclude cclab-py
+	$(BIN)/ruff check $(PY_DIRS)
+	$(BIN)/ruff format --check $(PY_DIRS)
+	$(BIN)/pytest -q
+
+bench: install
+	cargo bench --workspace --exclude cclab-py
