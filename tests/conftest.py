@@ -1,0 +1,98 @@
+"""Shared fixtures: scenario files written on the fly, the CLI in-process and as a subprocess."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from cclab.cli import main
+
+REPO = Path(__file__).resolve().parent.parent
+SCENARIOS = REPO / "scenarios"
+
+#: A small valid scenario: 3 Cubic flows on a 12 Mbit/s, 20 ms RTT, 1-BDP link for 3 s.
+SMALL = """\
+    name = "small"
+    duration = "3s"
+    seed = 5
+
+    [link]
+    rate = "12Mbps"
+    delivery = "poisson"
+    delay = "10ms"
+    queue = "1bdp"
+
+    [[flows]]
+    scheme = "cubic"
+    count = 3
+    every = "500ms"
+"""
+
+#: A scenario that takes many seconds of wall time, for stopping runs part-way.
+LONG = """\
+    name = "long"
+    duration = "120s"
+
+    [link]
+    rate = "10Gbps"
+    delay = "10ms"
+    queue = "1bdp"
+
+    [[flows]]
+    scheme = "cubic"
+    count = 100
+"""
+
+#: The same small scenario as a dict, for the Python API.
+SMALL_DICT = {
+    "name": "small",
+    "duration": "3s",
+    "seed": 5,
+    "link": {"rate": "12Mbps", "delivery": "poisson", "delay": "10ms", "queue": "1bdp"},
+    "flows": [{"scheme": "cubic", "count": 3, "every": "500ms"}],
+}
+
+WriteScenario = Callable[..., Path]
+
+
+@pytest.fixture
+def write_scenario(tmp_path: Path) -> WriteScenario:
+    """write_scenario(text, name="scenario.toml") → path of a scenario file in tmp_path."""
+
+    def write(text: str, name: str = "scenario.toml") -> Path:
+        path = tmp_path / name
+        path.write_text(textwrap.dedent(text))
+        return path
+
+    return write
+
+
+@pytest.fixture
+def cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., tuple[int, str, str]]:
+    """cli("run", "x.toml") → (exit code, stdout, stderr), running `cclab` in this process."""
+
+    def run(*args: str | Path) -> tuple[int, str, str]:
+        code = main([str(a) for a in args])
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return run
+
+
+def cclab_process(*args: str | Path, cwd: Path | None = None) -> subprocess.Popen[str]:
+    """`cclab ARGS` as a child process (the real entry point, with real signals)."""
+    env = dict(os.environ, PYTHONUNBUFFERED="1", COLUMNS="100")
+    return subprocess.Popen(
+        [sys.executable, "-m", "cclab", *(str(a) for a in args)],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
