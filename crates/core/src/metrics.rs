@@ -98,7 +98,12 @@ pub fn nearest_rank(n: u64, q: f64) -> u64 {
 }
 
 pub use accumulator::MetricsAccumulator;
+pub use analyze::analyze;
 mod accumulator;
+mod analyze;
+mod histogram;
+#[cfg(test)]
+mod tests;
 
 impl RecordSink for MetricsAccumulator {
     fn record(&mut self, r: &PacketRecord) {

@@ -1,0 +1,611 @@
+use super::histogram::DelayHist;
+use super::*;
+use crate::record::{Fate, PacketKind, PacketLog, NEVER};
+
+const MS: u64 = 1_000_000;
+
+fn cfg(n_flows: usize, bin: u64, jain_bucket: u64) -> MetricsConfig {
+    MetricsConfig {
+        n_flows,
+        bin,
+        jain_bucket,
+        origin: 0,
+    }
+}
+
+/// A data record; `arrived` in ns or NEVER.
+fn data(uid: u64, flow: u32, size: u32, sent: u64, arrived: u64, fate: Fate) -> PacketRecord {
+    PacketRecord {
+        uid,
+        flow,
+        kind: PacketKind::Data,
+        size,
+        sent,
+        arrived,
+        fate,
+        enqueued: NEVER,
+        dequeued: NEVER,
+        retransmission: false,
+    }
+}
+
+fn run(
+    cfg: MetricsConfig,
+    records: &[PacketRecord],
+    capacity: &dyn Fn(u64, u64) -> f64,
+) -> Metrics {
+    let mut acc = MetricsAccumulator::new(cfg);
+    for r in records {
+        acc.add(r);
+    }
+    acc.finish(capacity)
+}
+
+/// 1 Mbit/s: 1 bit per 1000 ns.
+fn one_mbps(t0: u64, t1: u64) -> f64 {
+    (t1 - t0) as f64 / 1000.0
+}
+
+fn no_capacity(_: u64, _: u64) -> f64 {
+    0.0
+}
+
+/// Debug output prints NaN as "NaN", so equal strings mean identical metrics, NaNs included,
+/// where `==` would call two NaN-holding results different.
+fn same(a: &Metrics, b: &Metrics) -> bool {
+    format!("{a:?}") == format!("{b:?}")
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-12 * b.abs().max(1.0)
+}
+
+macro_rules! assert_close {
+    ($a:expr, $b:expr) => {{
+        let (a, b) = ($a as f64, $b as f64);
+        assert!(close(a, b), "{} = {a}, expected {b}", stringify!($a));
+    }};
+}
+
+/// Three flows with hand-checked numbers. Times in ms; `bin` 100 ms, Jain bucket 50 ms.
+///
+/// flow 0, 1000 B: sent→arrived (delay)  0→10 (10), 10→30 (20), 20 DropQueue,
+///   40→52 (12, retransmission), 88→100 (12), 250→262 (12)
+/// flow 1, 500 B: 40→55 (15), 45→60.5 (15.5), 60→76 (16), 70 DropLoss, 80 InFlight,
+///   85→101 (16), 320→335 (15)
+/// flow 2, 1500 B: 200→230 (30), 205→232.0015 (27.0015), 210 DropDevice, 260→290 (30)
+fn hand_log() -> Vec<PacketRecord> {
+    let mut uid = 0;
+    let mut v = Vec::new();
+    let mut push = |flow, size, sent: f64, arrived: Option<f64>, fate| {
+        let ns = |ms: f64| (ms * 1e6).round() as u64;
+        uid += 1;
+        v.push(data(
+            uid,
+            flow,
+            size,
+            ns(sent),
+            arrived.map_or(NEVER, ns),
+            fate,
+        ));
+    };
+    use Fate::*;
+    push(0, 1000, 0.0, Some(10.0), Delivered);
+    push(0, 1000, 10.0, Some(30.0), Delivered);
+    push(0, 1000, 20.0, None, DropQueue);
+    push(0, 1000, 40.0, Some(52.0), Delivered);
+    push(0, 1000, 88.0, Some(100.0), Delivered);
+    push(0, 1000, 250.0, Some(262.0), Delivered);
+    push(1, 500, 40.0, Some(55.0), Delivered);
+    push(1, 500, 45.0, Some(60.5), Delivered);
+    push(1, 500, 60.0, Some(76.0), Delivered);
+    push(1, 500, 70.0, None, DropLoss);
+    push(1, 500, 80.0, None, InFlight);
+    push(1, 500, 85.0, Some(101.0), Delivered);
+    push(1, 500, 320.0, Some(335.0), Delivered);
+    push(2, 1500, 200.0, Some(230.0), Delivered);
+    push(2, 1500, 205.0, Some(232.0015), Delivered);
+    push(2, 1500, 210.0, None, DropDevice);
+    push(2, 1500, 260.0, Some(290.0), Delivered);
+    v[3].retransmission = true;
+    v
+}
+
+#[test]
+fn hand_computed_flow_summaries() {
+    let m = run(cfg(3, 100 * MS, 50 * MS), &hand_log(), &one_mbps);
+    assert_eq!(m.flows.len(), 3);
+
+    let f0 = &m.flows[0];
+    assert_eq!(f0.flow, Some(0));
+    assert_eq!(
+        (f0.packets_sent, f0.packets_delivered, f0.packets_dropped),
+        (6, 5, 1)
+    );
+    assert_eq!(
+        (f0.bytes_sent, f0.bytes_delivered, f0.retransmissions),
+        (6000, 5000, 1)
+    );
+    assert_eq!((f0.first_delivery, f0.last_delivery), (10 * MS, 262 * MS));
+    // 5000 B · 8 over 252 ms = 40 000 bit / 0.252 s.
+    assert_close!(f0.throughput_mbps, 0.04 / 0.252);
+    // Sorted delays [10 12 12 12 20]: rank round(0.95 · 4 = 3.8) = 4 → 20.
+    assert_close!(f0.delay_p95_ms, 20.0);
+    assert_close!(f0.delay_mean_ms, 66.0 / 5.0);
+    assert_close!(f0.delay_min_ms, 10.0);
+    assert_close!(f0.queueing_p95_ms, 10.0);
+    assert_close!(f0.loss, 1.0 / 6.0);
+
+    // The in-flight packet is sent, neither delivered nor dropped, and counts as lost bytes.
+    let f1 = &m.flows[1];
+    assert_eq!(
+        (f1.packets_sent, f1.packets_delivered, f1.packets_dropped),
+        (7, 5, 1)
+    );
+    assert_eq!(
+        (f1.bytes_sent, f1.bytes_delivered, f1.retransmissions),
+        (3500, 2500, 0)
+    );
+    assert_eq!((f1.first_delivery, f1.last_delivery), (55 * MS, 335 * MS));
+    assert_close!(f1.throughput_mbps, 0.02 / 0.280);
+    // [15 15 15.5 16 16]: rank 4 → 16.
+    assert_close!(f1.delay_p95_ms, 16.0);
+    assert_close!(f1.delay_mean_ms, 77.5 / 5.0);
+    assert_close!(f1.delay_min_ms, 15.0);
+    assert_close!(f1.queueing_p95_ms, 1.0);
+    assert_close!(f1.loss, 1.0 - 2500.0 / 3500.0);
+
+    // 27.0015 ms floors to 27 001 µs in the order statistics; the mean stays exact.
+    let f2 = &m.flows[2];
+    assert_eq!(
+        (f2.packets_sent, f2.packets_delivered, f2.packets_dropped),
+        (4, 3, 1)
+    );
+    assert_eq!((f2.bytes_sent, f2.bytes_delivered), (6000, 4500));
+    assert_close!(f2.throughput_mbps, 0.036 / 0.060);
+    // [27.001 30 30]: rank round(1.9) = 2 → 30.
+    assert_close!(f2.delay_p95_ms, 30.0);
+    assert_close!(f2.delay_mean_ms, 87.0015 / 3.0);
+    assert_close!(f2.delay_min_ms, 27.001);
+    assert_close!(f2.queueing_p95_ms, 2.999);
+    assert_close!(f2.loss, 0.25);
+
+    let t = &m.total;
+    assert_eq!(t.flow, None);
+    assert_eq!(
+        (t.packets_sent, t.packets_delivered, t.packets_dropped),
+        (17, 13, 3)
+    );
+    assert_eq!(
+        (t.bytes_sent, t.bytes_delivered, t.retransmissions),
+        (15500, 12000, 1)
+    );
+    assert_eq!((t.first_delivery, t.last_delivery), (10 * MS, 335 * MS));
+    // 12 000 B over 10 → 335 ms.
+    assert_close!(t.throughput_mbps, 0.096 / 0.325);
+    // 13 pooled delays: rank round(0.95 · 12 = 11.4) = 11, the second largest (30 ms).
+    assert_close!(t.delay_p95_ms, 30.0);
+    assert_close!(t.delay_mean_ms, (66.0 + 77.5 + 87.0015) / 13.0);
+    assert_close!(t.delay_min_ms, 10.0);
+    // Per packet minus own flow's min: [0 0 0 0 .5 1 1 2 2 2 2.999 2.999 10] → rank 11 → 2.999;
+    // neither the pooled p95 − pooled min (20) nor the maximum (10).
+    assert_close!(t.queueing_p95_ms, 2.999);
+    assert_close!(t.loss, 1.0 - 12000.0 / 15500.0);
+
+    assert_close!(m.capacity_mbps, 1.0);
+    assert_close!(m.utilisation, 0.096 / 0.325);
+}
+
+#[test]
+fn hand_computed_series() {
+    let m = run(cfg(3, 100 * MS, 50 * MS), &hand_log(), &one_mbps);
+    // (flow, bin start ms, throughput, sending, mean delay, max delay); 1000 B in 100 ms is
+    // 0.08 Mbit/s.
+    let nan = f64::NAN;
+    let expected = [
+        (0, 0, 0.24, 0.40, 14.0, 20.0),
+        (0, 100, 0.08, 0.0, 12.0, 12.0),
+        (0, 200, 0.08, 0.08, 12.0, 12.0),
+        (1, 0, 0.12, 0.24, 15.5, 16.0),
+        (1, 100, 0.04, 0.0, 16.0, 16.0),
+        // A gap inside the flow's life: a row of zeros and NaN delays.
+        (1, 200, 0.0, 0.0, nan, nan),
+        (1, 300, 0.04, 0.04, 15.0, 15.0),
+        // Flow 2 starts in bin 2: no rows before.
+        (2, 200, 0.36, 0.48, 29.0005, 30.0),
+    ];
+    assert_eq!(m.series.len(), expected.len(), "{:#?}", m.series);
+    for (row, &(flow, t, tput, send, mean, max)) in m.series.iter().zip(&expected) {
+        assert_eq!((row.flow, row.t), (flow, t * MS));
+        assert_close!(row.throughput_mbps, tput);
+        assert_close!(row.sending_mbps, send);
+        if mean.is_nan() {
+            assert!(
+                row.delay_mean_ms.is_nan() && row.delay_max_ms.is_nan(),
+                "{row:?}"
+            );
+        } else {
+            assert_close!(row.delay_mean_ms, mean);
+            assert_close!(row.delay_max_ms, max);
+        }
+    }
+}
+
+#[test]
+fn hand_computed_jain() {
+    let m = run(cfg(3, 100 * MS, 50 * MS), &hand_log(), &one_mbps);
+    // Delivered bytes per 50-ms bucket (by arrival):
+    //   k0 f0 2000                 n 1  J 1                        counted (first bucket)
+    //   k1 f0 1000, f1 1500        n 2  J 2500²/(2·(1000²+1500²))  skipped (1 → 2 flows)
+    //   k2 f0 1000, f1 500         n 2  J 1500²/(2·(1000²+500²))   counted = 0.9
+    //   k3 —                       n 0  NaN                        skipped
+    //   k4 f2 3000                 n 1  J 1                        skipped (0 → 1)
+    //   k5 f0 1000, f2 1500        n 2  J as k1                    skipped (1 → 2)
+    //   k6 f1 500                  n 1  J 1                        skipped (2 → 1)
+    let j = 6.25 / 6.5;
+    let expected = [
+        (1, 1.0, true),
+        (2, j, false),
+        (2, 0.9, true),
+        (0, f64::NAN, false),
+        (1, 1.0, false),
+        (2, j, false),
+        (1, 1.0, false),
+    ];
+    assert_eq!(m.jain.len(), expected.len(), "{:#?}", m.jain);
+    for (k, (row, &(n, jain, counted))) in m.jain.iter().zip(&expected).enumerate() {
+        assert_eq!(row.t, k as u64 * 50 * MS);
+        assert_eq!((row.active_flows, row.counted), (n, counted), "bucket {k}");
+        if jain.is_nan() {
+            assert!(row.jain.is_nan());
+        } else {
+            assert_close!(row.jain, jain);
+        }
+    }
+    // Median of the two counted buckets [1.0, 0.9], numpy style: their mean.
+    assert_close!(m.jain_median, 0.95);
+}
+
+#[test]
+fn acks_are_ignored() {
+    let log = hand_log();
+    let mut with_acks = Vec::new();
+    for r in &log {
+        with_acks.push(*r);
+        // An ACK for every data packet, in a flow that has no data, with times far out: any
+        // of them would show in the counts, the series or the spans.
+        for flow in [r.flow, 7] {
+            let mut ack = data(
+                r.uid + 1000,
+                flow,
+                40,
+                r.sent + 5 * MS,
+                r.sent + 900 * MS,
+                Fate::Delivered,
+            );
+            ack.kind = PacketKind::Ack;
+            with_acks.push(ack);
+        }
+    }
+    let c = cfg(3, 100 * MS, 50 * MS);
+    let plain = run(c.clone(), &log, &one_mbps);
+    let acked = run(c, &with_acks, &one_mbps);
+    assert!(same(&plain, &acked));
+    assert_eq!(acked.flows.len(), 3);
+}
+
+#[test]
+fn no_deliveries_gives_defined_values() {
+    let log = [
+        data(1, 0, 1000, 0, NEVER, Fate::DropQueue),
+        data(2, 0, 1000, MS, NEVER, Fate::InFlight),
+    ];
+    let m = run(cfg(2, 100 * MS, 50 * MS), &log, &one_mbps);
+    let f0 = &m.flows[0];
+    assert_eq!(
+        (f0.packets_sent, f0.packets_delivered, f0.packets_dropped),
+        (2, 0, 1)
+    );
+    assert_eq!(
+        (f0.first_delivery, f0.last_delivery, f0.throughput_mbps),
+        (0, 0, 0.0)
+    );
+    assert!(f0.delay_p95_ms.is_nan() && f0.delay_mean_ms.is_nan() && f0.queueing_p95_ms.is_nan());
+    assert_close!(f0.loss, 1.0);
+    // Flow 1 never sent: nothing lost.
+    assert_eq!((m.flows[1].packets_sent, m.flows[1].loss), (0, 0.0));
+    assert!(m.jain.is_empty() && m.jain_median.is_nan());
+    assert_eq!((m.capacity_mbps, m.utilisation), (0.0, 0.0));
+    // The sending rate is still reported.
+    assert_eq!(m.series.len(), 1);
+    assert_close!(m.series[0].sending_mbps, 0.16);
+}
+
+#[test]
+fn single_delivery_has_zero_throughput() {
+    let log = [data(1, 0, 1000, 0, 10 * MS, Fate::Delivered)];
+    let m = run(cfg(1, 100 * MS, 50 * MS), &log, &one_mbps);
+    assert_eq!(m.flows[0].throughput_mbps, 0.0);
+    assert_eq!(m.total.throughput_mbps, 0.0);
+    assert_close!(m.flows[0].delay_p95_ms, 10.0);
+}
+
+#[test]
+fn delivered_without_arrival_time_is_not_delivered() {
+    let log = [data(1, 0, 1000, 0, NEVER, Fate::Delivered)];
+    let m = run(cfg(1, 100 * MS, 50 * MS), &log, &one_mbps);
+    assert_eq!(
+        (
+            m.flows[0].packets_sent,
+            m.flows[0].packets_delivered,
+            m.flows[0].packets_dropped
+        ),
+        (1, 0, 0)
+    );
+}
+
+#[test]
+fn nearest_rank_matches_numpy() {
+    // numpy 2.4: int(np.percentile(np.arange(n), q, method='nearest')); the .5 cases round
+    // half to even: (3, 25) → 0.5 → 0, (4, 50) → 1.5 → 2, (6, 50) → 2.5 → 2, (7, 75) → 4.5 → 4,
+    // (31, 95) → 28.5 → 28.
+    let numpy = [
+        (1, 95.0, 0),
+        (2, 95.0, 1),
+        (4, 95.0, 3),
+        (5, 95.0, 4),
+        (11, 95.0, 10),
+        (12, 95.0, 10),
+        (13, 95.0, 11),
+        (20, 95.0, 18),
+        (21, 95.0, 19),
+        (31, 95.0, 28),
+        (41, 95.0, 38),
+        (2, 50.0, 0),
+        (4, 50.0, 2),
+        (6, 50.0, 2),
+        (3, 25.0, 0),
+        (7, 75.0, 4),
+        (100, 95.0, 94),
+        (1001, 99.9, 999),
+        (12345, 95.0, 11727),
+    ];
+    for (n, q, idx) in numpy {
+        assert_eq!(nearest_rank(n, q), idx, "n {n} q {q}");
+    }
+}
+
+/// A small deterministic generator, so the tests need no dependency.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        // xorshift64*
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// Records with every fate, retransmissions, ACKs, sub-µs delays and delays far apart.
+fn random_log(seed: u64, n: usize, flows: u32) -> Vec<PacketRecord> {
+    let mut rng = Rng(seed);
+    (0..n as u64)
+        .map(|uid| {
+            let flow = rng.below(flows as u64) as u32;
+            let sent = rng.below(3_000 * MS);
+            let delay = match rng.below(10) {
+                0 => rng.below(2_000 * MS),
+                _ => 5 * MS * (flow as u64 + 1) + rng.below(40 * MS),
+            };
+            let fate = Fate::from_u8(rng.below(12).saturating_sub(7) as u8).unwrap();
+            let arrived = if fate == Fate::Delivered {
+                sent + delay
+            } else {
+                NEVER
+            };
+            let mut r = data(uid, flow, 40 + rng.below(1461) as u32, sent, arrived, fate);
+            r.retransmission = rng.below(20) == 0;
+            if rng.below(8) == 0 {
+                r.kind = PacketKind::Ack;
+            }
+            r
+        })
+        .collect()
+}
+
+fn shuffle(v: &mut [PacketRecord], rng: &mut Rng) {
+    for i in (1..v.len()).rev() {
+        v.swap(i, rng.below(i as u64 + 1) as usize);
+    }
+}
+
+#[test]
+fn record_order_does_not_change_the_metrics() {
+    let c = cfg(5, 100 * MS, 20 * MS);
+    let mut log = random_log(7, 20_000, 5);
+    let reference = run(c.clone(), &log, &one_mbps);
+    assert!(reference.jain.iter().any(|r| r.counted) && reference.series.len() > 100);
+    let mut rng = Rng(99);
+    for _ in 0..3 {
+        shuffle(&mut log, &mut rng);
+        assert!(same(&run(c.clone(), &log, &one_mbps), &reference));
+    }
+    log.reverse();
+    assert!(same(&run(c, &log, &one_mbps), &reference));
+}
+
+#[test]
+fn analyze_matches_the_accumulator() {
+    let c = cfg(4, 100 * MS, 20 * MS);
+    let records = random_log(3, 10_000, 6);
+    let mut log = PacketLog::default();
+    for r in &records {
+        log.record(r);
+    }
+    assert!(same(
+        &analyze(&log, c.clone(), &one_mbps),
+        &run(c, &records, &one_mbps)
+    ));
+}
+
+/// Percentiles straight from sorted vectors of floored µs delays, the definition the
+/// histograms must reproduce exactly.
+#[test]
+fn percentiles_match_sorted_vectors() {
+    let flows = 6;
+    let records = random_log(11, 30_000, flows);
+    let m = run(
+        cfg(flows as usize, 100 * MS, 20 * MS),
+        &records,
+        &no_capacity,
+    );
+    let data = || {
+        records
+            .iter()
+            .filter(|r| r.kind == PacketKind::Data && r.fate == Fate::Delivered)
+    };
+    let p95 = |v: &mut Vec<u64>| {
+        v.sort_unstable();
+        v[nearest_rank(v.len() as u64, 95.0) as usize] as f64 / 1e3
+    };
+    let mut pooled = Vec::new();
+    let mut pooled_queueing = Vec::new();
+    for f in 0..flows {
+        let mut d: Vec<u64> = data()
+            .filter(|r| r.flow == f)
+            .map(|r| (r.arrived - r.sent) / 1000)
+            .collect();
+        let min = *d.iter().min().unwrap();
+        pooled.extend(&d);
+        pooled_queueing.extend(d.iter().map(|x| x - min));
+        let s = &m.flows[f as usize];
+        assert_eq!(s.delay_p95_ms, p95(&mut d), "flow {f}");
+        assert_eq!(s.delay_min_ms, min as f64 / 1e3);
+        let mut q: Vec<u64> = d.iter().map(|x| x - min).collect();
+        assert_eq!(s.queueing_p95_ms, p95(&mut q));
+    }
+    assert_eq!(m.total.delay_p95_ms, p95(&mut pooled));
+    assert_eq!(m.total.queueing_p95_ms, p95(&mut pooled_queueing));
+    assert_eq!(m.total.delay_min_ms, pooled[0] as f64 / 1e3);
+}
+
+#[test]
+fn memory_does_not_grow_with_packets() {
+    // 1M packets in one second of three flows with four distinct delays: the state after the
+    // first 10 000 already holds every bin, bucket and delay value the rest will touch.
+    let c = cfg(3, 100 * MS, 10 * MS);
+    let mut acc = MetricsAccumulator::new(c);
+    let delays = [10 * MS, 10 * MS + 1_500, 12 * MS, 40 * MS];
+    let mut at_10k = (0, 0);
+    for i in 0..1_000_000u64 {
+        let sent = (i * 7_919) % 1_000 * MS;
+        let r = data(
+            i,
+            (i % 3) as u32,
+            1500,
+            sent,
+            sent + delays[(i % 4) as usize],
+            Fate::Delivered,
+        );
+        acc.add(&r);
+        if i == 9_999 {
+            at_10k = (acc.histogram_bytes(), acc.series_bytes());
+        }
+    }
+    assert_eq!((acc.histogram_bytes(), acc.series_bytes()), at_10k);
+    // Per flow: a 2 KiB directory block and three 1 KiB pages of 128 µs (10 and 10.0015 ms share
+    // one; 12 and 40 ms have their own), under 8 KiB with the Vecs' spare capacity.
+    assert!(
+        acc.histogram_bytes() < 3 * 8 * 1024,
+        "{} bytes",
+        acc.histogram_bytes()
+    );
+    let m = acc.finish(&no_capacity);
+    assert_eq!(m.total.packets_delivered, 1_000_000);
+}
+
+#[test]
+fn histogram_iterates_in_order_across_pages_blocks_and_far_values() {
+    let mut h = DelayHist::default();
+    // Page, block and dense-limit boundaries, inserted out of order.
+    let values = [
+        1u64 << 40,
+        65_536,
+        0,
+        127,
+        128,
+        (1 << 32) - 1,
+        1 << 32,
+        65_535,
+        5_000_000,
+        128,
+    ];
+    for &v in &values {
+        h.add(v, 1);
+    }
+    let mut sorted = values.to_vec();
+    sorted.sort_unstable();
+    let mut expected: Vec<(u64, u64)> = Vec::new();
+    for v in sorted {
+        match expected.last_mut() {
+            Some((last, n)) if *last == v => *n += 1,
+            _ => expected.push((v, 1)),
+        }
+    }
+    assert_eq!(h.iter().collect::<Vec<_>>(), expected);
+    assert_eq!((h.total(), h.distinct(), h.min()), (10, 9, Some(0)));
+    // Sorted: 0 127 128 128 65535 …
+    assert_eq!(h.at_rank(2), Some(128));
+    assert_eq!(h.at_rank(3), Some(128));
+    assert_eq!(h.at_rank(4), Some(65_535));
+    assert_eq!(h.at_rank(9), Some(1 << 40));
+    assert_eq!(h.at_rank(10), None);
+    // rank round(0.95 · 9 = 8.55) = 9.
+    assert_eq!(h.percentile(95.0), Some(1 << 40));
+}
+
+#[test]
+fn origin_and_times_before_it() {
+    let c = MetricsConfig {
+        n_flows: 1,
+        bin: 100 * MS,
+        jain_bucket: 50 * MS,
+        origin: 1_000 * MS,
+    };
+    // Sent before the origin: its sending counts in the first bin.
+    let log = [
+        data(1, 0, 1000, 990 * MS, 1_010 * MS, Fate::Delivered),
+        data(2, 0, 1000, 1_150 * MS, 1_160 * MS, Fate::Delivered),
+    ];
+    let m = run(c, &log, &one_mbps);
+    let bins: Vec<_> = m
+        .series
+        .iter()
+        .map(|r| (r.t / MS, r.sending_mbps, r.throughput_mbps))
+        .collect();
+    assert_eq!(bins, vec![(0, 0.08, 0.08), (100, 0.08, 0.08)]);
+    let buckets: Vec<_> = m
+        .jain
+        .iter()
+        .map(|r| (r.t / MS, r.active_flows, r.counted))
+        .collect();
+    assert_eq!(
+        buckets,
+        vec![
+            (0, 1, true),
+            (50, 0, false),
+            (100, 0, false),
+            (150, 1, false)
+        ]
+    );
+    // Summary times stay absolute.
+    assert_eq!(
+        (m.total.first_delivery, m.total.last_delivery),
+        (1_010 * MS, 1_160 * MS)
+    );
+}
