@@ -2,7 +2,20 @@
 //! builds them from scenario files.
 
 pub mod controller;
+pub mod cubic;
+pub mod filters;
+pub mod fixed;
+pub mod newreno;
+pub mod registry;
 pub mod types;
 
+#[cfg(test)]
+mod testkit;
+
 pub use controller::CongestionControl;
+pub use cubic::{Cubic, CubicConfig};
+pub use filters::WindowedFilter;
+pub use fixed::Fixed;
+pub use newreno::NewReno;
+pub use registry::{OptValue, OptionInfo, OptionKind, SchemeInfo};
 pub use types::*;
