@@ -443,7 +443,9 @@ impl Scenario {
         let mut errs = Vec::new();
         let l = &self.link;
         match (&l.rate, &l.trace) {
-            (None, None) => errs.push(src.error("link", "give the bottleneck a `rate` (e.g. \"12Mbps\") or a `trace` file (mahimahi format)")),
+            (None, None) => errs.push(
+                src.error("link", "give the bottleneck a `rate` (e.g. \"12Mbps\") or a `trace` file (mahimahi format)"),
+            ),
             (Some(_), Some(_)) => errs.push(src.error("link.trace", "give either `rate` or `trace`, not both")),
             (None, Some(_)) if l.delivery == Delivery::Poisson => errs.push(src.error(
                 "link.delivery",
@@ -485,7 +487,9 @@ impl Scenario {
                 if f.leave == Leave::Lifo {
                     errs.push(src.error(&at("stop"), "give either `stop` or `leave = \"lifo\"`, not both"));
                 } else if stop.0 <= last_start {
-                    errs.push(src.error(&at("stop"), format!("{stop} is not after the last start ({})", Dur(last_start))));
+                    errs.push(
+                        src.error(&at("stop"), format!("{stop} is not after the last start ({})", Dur(last_start))),
+                    );
                 }
             }
             if f.leave == Leave::Lifo {
@@ -496,7 +500,11 @@ impl Scenario {
                 if last_leave > self.duration.0 {
                     errs.push(src.error(
                         &at("leave"),
-                        format!("the first flow would leave at {}, after the end of the scenario ({})", Dur(last_leave), self.duration),
+                        format!(
+                            "the first flow would leave at {}, after the end of the scenario ({})",
+                            Dur(last_leave),
+                            self.duration
+                        ),
                     ));
                 }
             }

@@ -26,8 +26,7 @@ fn split_number(text: &str) -> Option<(f64, &str)> {
 pub struct Rate(pub u64);
 
 impl Rate {
-    pub const ACCEPTED: &'static str =
-        "a rate with a unit, e.g. \"46Mbps\", \"1.5Gbps\", \"500kbps\", \"12000bps\"";
+    pub const ACCEPTED: &'static str = "a rate with a unit, e.g. \"46Mbps\", \"1.5Gbps\", \"500kbps\", \"12000bps\"";
 
     pub fn from_mbps(mbps: f64) -> Rate {
         Rate((mbps * 1e6).round() as u64)
@@ -87,8 +86,7 @@ impl fmt::Display for Rate {
 pub struct Dur(pub u64);
 
 impl Dur {
-    pub const ACCEPTED: &'static str =
-        "a duration with a unit, e.g. \"10ms\", \"1.5s\", \"250us\", \"2min\"";
+    pub const ACCEPTED: &'static str = "a duration with a unit, e.g. \"10ms\", \"1.5s\", \"250us\", \"2min\"";
     pub const ZERO: Dur = Dur(0);
 
     pub fn from_secs_f64(s: f64) -> Dur {
@@ -147,8 +145,7 @@ impl fmt::Display for Dur {
 pub struct Bytes(pub u64);
 
 impl Bytes {
-    pub const ACCEPTED: &'static str =
-        "a size with a unit, e.g. \"1500B\", \"115KB\", \"1.5MB\", \"64KiB\"";
+    pub const ACCEPTED: &'static str = "a size with a unit, e.g. \"1500B\", \"115KB\", \"1.5MB\", \"64KiB\"";
 
     pub fn parse(text: &str) -> Result<Bytes, String> {
         let bad = || format!("cannot read {text:?} as a size; expected {}", Self::ACCEPTED);

@@ -529,10 +529,7 @@ impl Sender {
         };
         earliest(self.loss_time);
         earliest(self.cc.next_timer());
-        if self.has_data()
-            && self.cc.can_send(self.in_flight, self.cfg.mss)
-            && self.pacing_rate().is_some()
-        {
+        if self.has_data() && self.cc.can_send(self.in_flight, self.cfg.mss) && self.pacing_rate().is_some() {
             earliest(Some(self.next_send_time));
         }
         t
