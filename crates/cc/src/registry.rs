@@ -20,7 +20,7 @@ static SCHEMES: &[Scheme] = &[newreno::SCHEME, cubic::SCHEME, fixed::SCHEME];
 /// The keys of a `[[flows]]` entry that the scenario schema itself owns (`FlowSpec`'s fields);
 /// everything else in the entry is a scheme option. Kept in step with `FlowSpec` by a test.
 pub const GENERIC_FLOW_KEYS: &[&str] =
-    &["scheme", "count", "start", "every", "stop", "leave", "extra_rtt", "traffic", "pacing", "delayed_ack", "min_rto"];
+    &["scheme", "count", "start", "every", "stop", "leave", "extra_rtt", "traffic", "pacing", "delayed_ack", "min_rto", "rwnd"];
 
 /// What `cclab schemes` shows about one scheme.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -470,7 +470,7 @@ mod tests {
     fn generic_keys_match_the_flow_schema() {
         // Serialising a flow with every optional field present lists exactly FlowSpec's own keys;
         // if this fails, FlowSpec changed and GENERIC_FLOW_KEYS must follow.
-        let (_, mut s) = scenario("[[flows]]\nscheme = \"cubic\"\nstop = \"5s\"\n");
+        let (_, mut s) = scenario("[[flows]]\nscheme = \"cubic\"\nstop = \"5s\"\nrwnd = \"1MB\"\n");
         s.flows[0].options.clear();
         let table = toml::Value::try_from(&s.flows[0]).expect("serialisable");
         let mut keys: Vec<&str> = table.as_table().unwrap().keys().map(|k| k.as_str()).collect();

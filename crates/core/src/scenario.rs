@@ -6,7 +6,7 @@
 //! and scheme options are checked by the controller registry (crate `cclab-cc`), which reports
 //! through the same [`ScenarioError`] type.
 
-use crate::units::{Dur, QueueSize, Rate};
+use crate::units::{Bytes, Dur, QueueSize, Rate};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -166,6 +166,10 @@ pub struct FlowSpec {
     pub delayed_ack: bool,
     #[serde(default = "default_min_rto")]
     pub min_rto: Dur,
+    /// The receiver's advertised window: a cap on bytes in flight (flow control). Unlimited
+    /// when absent; real TCP stacks cap it by their receive buffer (Linux: a few MiB).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rwnd: Option<Bytes>,
     /// Scheme-specific options (e.g. `delta = 0.1` for copa), checked by the scheme registry.
     #[serde(flatten)]
     pub options: BTreeMap<String, toml::Value>,
@@ -510,6 +514,9 @@ impl Scenario {
             }
             if f.min_rto.0 == 0 {
                 errs.push(src.error(&at("min_rto"), "must be positive"));
+            }
+            if f.rwnd.is_some_and(|w| w.0 < MSS) {
+                errs.push(src.error(&at("rwnd"), format!("must hold at least one packet ({MSS}B)")));
             }
         }
         if self.output.bin.0 == 0 || self.output.jain_bucket.0 == 0 {

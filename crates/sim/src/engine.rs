@@ -381,6 +381,7 @@ pub fn simulate(
             min_rto: spec.min_rto.ns(),
             pace_windowed: spec.pacing == Pacing::On,
             never_pace: spec.pacing == Pacing::Off,
+            rwnd: spec.rwnd.map_or(u64::MAX, |b| b.0),
         };
         let rng = Rng::derive(seed, STREAM_FLOW + inst.id as u64);
         infos.push(FlowInfo {

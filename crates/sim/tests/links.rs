@@ -132,3 +132,29 @@ fn droptail_bounds_the_queue_and_random_loss_matches_p() {
     assert!(max_sojourn <= 20 * 1_000_000, "sojourn {max_sojourn}");
     assert!(max_sojourn >= 19 * 1_000_000, "the queue never filled: {max_sojourn}");
 }
+
+#[test]
+fn receive_window_caps_bytes_in_flight() {
+    // A window-unlimited flow held to rwnd = 100 packets on a 12 Mbit/s, 40 ms RTT path:
+    // BDP = 40 packets, so 60 packets queue and the queueing delay is 60 ms.
+    let out = run(
+        &scenario(
+            r#"
+            duration = "20s"
+            [link]
+            rate = "12Mbps"
+            delay = "20ms"
+            queue = "infinite"
+            [[flows]]
+            scheme = "fixed"
+            cwnd = 10000
+            rwnd = "144800B"
+            "#,
+        ),
+        false,
+    );
+    assert_conserved(&out);
+    let q = out.metrics.total.queueing_p95_ms;
+    assert!((q - 60.0).abs() < 2.0, "queueing p95 {q} ms");
+    assert_eq!(out.metrics.total.packets_dropped, 0);
+}

@@ -21,11 +21,13 @@ pub struct SenderConfig {
     pub pace_windowed: bool,
     /// Ignore the controller's pacing rate entirely.
     pub never_pace: bool,
+    /// The receiver's window: bytes in flight never exceed it, whatever the controller allows.
+    pub rwnd: u64,
 }
 
 impl Default for SenderConfig {
     fn default() -> Self {
-        SenderConfig { mss: 1448, min_rto: 200_000_000, pace_windowed: false, never_pace: false }
+        SenderConfig { mss: 1448, min_rto: 200_000_000, pace_windowed: false, never_pace: false, rwnd: u64::MAX }
     }
 }
 
@@ -220,6 +222,9 @@ impl Sender {
         }
         if !self.cc.can_send(self.in_flight, self.cfg.mss) {
             self.cwnd_blocked_round = true;
+            return None;
+        }
+        if self.in_flight + self.cfg.mss > self.cfg.rwnd {
             return None;
         }
         let pacing = self.pacing_rate();
@@ -529,7 +534,11 @@ impl Sender {
         };
         earliest(self.loss_time);
         earliest(self.cc.next_timer());
-        if self.has_data() && self.cc.can_send(self.in_flight, self.cfg.mss) && self.pacing_rate().is_some() {
+        if self.has_data()
+            && self.cc.can_send(self.in_flight, self.cfg.mss)
+            && self.in_flight + self.cfg.mss <= self.cfg.rwnd
+            && self.pacing_rate().is_some()
+        {
             earliest(Some(self.next_send_time));
         }
         t

@@ -73,19 +73,9 @@ impl Counts {
     }
 
     /// `p95`, `min` and `queueing_p95` in µs, from the matching histograms.
-    fn summary(
-        &self,
-        flow: Option<u32>,
-        p95: Option<u64>,
-        min: Option<u64>,
-        q95: Option<u64>,
-    ) -> FlowSummary {
+    fn summary(&self, flow: Option<u32>, p95: Option<u64>, min: Option<u64>, q95: Option<u64>) -> FlowSummary {
         let delivered = self.packets_delivered > 0;
-        let span = if delivered {
-            self.last_delivery - self.first_delivery
-        } else {
-            0
-        };
+        let span = if delivered { self.last_delivery - self.first_delivery } else { 0 };
         let us_ms = |v: Option<u64>| v.map_or(f64::NAN, |us| us as f64 / 1e3);
         FlowSummary {
             flow,
@@ -111,11 +101,7 @@ impl Counts {
             delay_min_ms: us_ms(min),
             queueing_p95_ms: us_ms(q95),
             // In-flight bytes count as not delivered, as in the Pantheon (ingress vs egress).
-            loss: if self.bytes_sent > 0 {
-                1.0 - self.bytes_delivered as f64 / self.bytes_sent as f64
-            } else {
-                0.0
-            },
+            loss: if self.bytes_sent > 0 { 1.0 - self.bytes_delivered as f64 / self.bytes_sent as f64 } else { 0.0 },
         }
     }
 }
@@ -202,15 +188,7 @@ impl MetricsAccumulator {
 
     /// One data packet; the column-wise entry point for [`super::analyze`].
     #[inline]
-    pub(super) fn add_data(
-        &mut self,
-        flow: u32,
-        size: u32,
-        sent: u64,
-        arrived: u64,
-        fate: Fate,
-        retx: bool,
-    ) {
+    pub(super) fn add_data(&mut self, flow: u32, size: u32, sent: u64, arrived: u64, fate: Fate, retx: bool) {
         let f = flow as usize;
         if f >= self.flows.len() {
             self.flows.resize_with(f + 1, FlowAcc::default);
@@ -260,8 +238,7 @@ impl MetricsAccumulator {
     /// Heap bytes held by the time series and Jain buckets.
     pub fn series_bytes(&self) -> usize {
         let per_flow = |f: &FlowAcc| {
-            f.bins.capacity() * std::mem::size_of::<Bin>()
-                + f.jain.capacity() * std::mem::size_of::<u64>()
+            f.bins.capacity() * std::mem::size_of::<Bin>() + f.jain.capacity() * std::mem::size_of::<u64>()
         };
         self.flows.iter().map(per_flow).sum()
     }
@@ -287,17 +264,10 @@ impl MetricsAccumulator {
             let q95 = p95.zip(min).map(|(p, m)| p - m);
             flows.push(acc.counts.summary(Some(i as u32), p95, min, q95));
         }
-        let total_summary = total.summary(
-            None,
-            pooled.percentile(P95),
-            pooled.min(),
-            pooled_queueing.percentile(P95),
-        );
+        let total_summary = total.summary(None, pooled.percentile(P95), pooled.min(), pooled_queueing.percentile(P95));
 
         let (mut capacity_mbps, mut utilisation) = (0.0, 0.0);
-        let span = total_summary
-            .last_delivery
-            .saturating_sub(total_summary.first_delivery);
+        let span = total_summary.last_delivery.saturating_sub(total_summary.first_delivery);
         if total.packets_delivered >= 2 && span > 0 {
             let bits = capacity_bits(total.first_delivery, total.last_delivery);
             capacity_mbps = bits * 1000.0 / span as f64;
@@ -309,15 +279,7 @@ impl MetricsAccumulator {
         let series = self.series();
         let jain = self.jain(&total);
         let jain_median = median(jain.iter().filter(|r| r.counted).map(|r| r.jain).collect());
-        Metrics {
-            flows,
-            total: total_summary,
-            capacity_mbps,
-            utilisation,
-            series,
-            jain,
-            jain_median,
-        }
+        Metrics { flows, total: total_summary, capacity_mbps, utilisation, series, jain, jain_median }
     }
 
     fn series(&self) -> Vec<SeriesRow> {
@@ -329,10 +291,7 @@ impl MetricsAccumulator {
             }
             for (k, b) in acc.bins.iter().enumerate().skip(acc.first_bin) {
                 let (delay_mean_ms, delay_max_ms) = if b.delivered > 0 {
-                    (
-                        b.delay_sum_ns as f64 / b.delivered as f64 / 1e6,
-                        ns_ms(b.delay_max_ns),
-                    )
+                    (b.delay_sum_ns as f64 / b.delivered as f64 / 1e6, ns_ms(b.delay_max_ns))
                 } else {
                     (f64::NAN, f64::NAN)
                 };
@@ -367,21 +326,12 @@ impl MetricsAccumulator {
                     sum_sq += x * x;
                 }
             }
-            let jain = if n > 0 {
-                (sum * sum) as f64 / (n as u128 * sum_sq) as f64
-            } else {
-                f64::NAN
-            };
+            let jain = if n > 0 { (sum * sum) as f64 / (n as u128 * sum_sq) as f64 } else { f64::NAN };
             // Copa's script skips a bucket whose flow count differs from the previous bucket's:
             // a flow arriving or leaving mid-bucket would make the index meaningless.
             let counted = n > 0 && (previous.is_none() || previous == Some(n));
             previous = Some(n);
-            rows.push(JainRow {
-                t: k as u64 * width,
-                active_flows: n,
-                jain,
-                counted,
-            });
+            rows.push(JainRow { t: k as u64 * width, active_flows: n, jain, counted });
         }
         rows
     }

@@ -114,26 +114,14 @@ impl DelayHist {
 
     /// (delay µs, count) for every delay seen, in ascending order of delay.
     pub fn iter(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
-        let dense = self
-            .top
-            .iter()
-            .enumerate()
-            .filter(|&(_, &b)| b != NONE)
-            .flat_map(move |(t, &b)| {
-                let slots = &self.slots[b as usize * BLOCK..][..BLOCK];
-                slots
-                    .iter()
-                    .enumerate()
-                    .filter(|&(_, &p)| p != NONE)
-                    .flat_map(move |(s, &p)| {
-                        let base = ((t << BLOCK_BITS) | s) << PAGE_BITS;
-                        let page = &self.counts[p as usize * PAGE..][..PAGE];
-                        page.iter()
-                            .enumerate()
-                            .filter(|&(_, &c)| c != 0)
-                            .map(move |(i, &c)| ((base | i) as u64, c))
-                    })
-            });
+        let dense = self.top.iter().enumerate().filter(|&(_, &b)| b != NONE).flat_map(move |(t, &b)| {
+            let slots = &self.slots[b as usize * BLOCK..][..BLOCK];
+            slots.iter().enumerate().filter(|&(_, &p)| p != NONE).flat_map(move |(s, &p)| {
+                let base = ((t << BLOCK_BITS) | s) << PAGE_BITS;
+                let page = &self.counts[p as usize * PAGE..][..PAGE];
+                page.iter().enumerate().filter(|&(_, &c)| c != 0).map(move |(i, &c)| ((base | i) as u64, c))
+            })
+        });
         dense.chain(self.far.iter().map(|(&us, &c)| (us, c)))
     }
 

@@ -5,12 +5,7 @@ use crate::record::{Fate, PacketKind, PacketLog, NEVER};
 const MS: u64 = 1_000_000;
 
 fn cfg(n_flows: usize, bin: u64, jain_bucket: u64) -> MetricsConfig {
-    MetricsConfig {
-        n_flows,
-        bin,
-        jain_bucket,
-        origin: 0,
-    }
+    MetricsConfig { n_flows, bin, jain_bucket, origin: 0 }
 }
 
 /// A data record; `arrived` in ns or NEVER.
@@ -29,11 +24,7 @@ fn data(uid: u64, flow: u32, size: u32, sent: u64, arrived: u64, fate: Fate) -> 
     }
 }
 
-fn run(
-    cfg: MetricsConfig,
-    records: &[PacketRecord],
-    capacity: &dyn Fn(u64, u64) -> f64,
-) -> Metrics {
+fn run(cfg: MetricsConfig, records: &[PacketRecord], capacity: &dyn Fn(u64, u64) -> f64) -> Metrics {
     let mut acc = MetricsAccumulator::new(cfg);
     for r in records {
         acc.add(r);
@@ -80,14 +71,7 @@ fn hand_log() -> Vec<PacketRecord> {
     let mut push = |flow, size, sent: f64, arrived: Option<f64>, fate| {
         let ns = |ms: f64| (ms * 1e6).round() as u64;
         uid += 1;
-        v.push(data(
-            uid,
-            flow,
-            size,
-            ns(sent),
-            arrived.map_or(NEVER, ns),
-            fate,
-        ));
+        v.push(data(uid, flow, size, ns(sent), arrived.map_or(NEVER, ns), fate));
     };
     use Fate::*;
     push(0, 1000, 0.0, Some(10.0), Delivered);
@@ -118,14 +102,8 @@ fn hand_computed_flow_summaries() {
 
     let f0 = &m.flows[0];
     assert_eq!(f0.flow, Some(0));
-    assert_eq!(
-        (f0.packets_sent, f0.packets_delivered, f0.packets_dropped),
-        (6, 5, 1)
-    );
-    assert_eq!(
-        (f0.bytes_sent, f0.bytes_delivered, f0.retransmissions),
-        (6000, 5000, 1)
-    );
+    assert_eq!((f0.packets_sent, f0.packets_delivered, f0.packets_dropped), (6, 5, 1));
+    assert_eq!((f0.bytes_sent, f0.bytes_delivered, f0.retransmissions), (6000, 5000, 1));
     assert_eq!((f0.first_delivery, f0.last_delivery), (10 * MS, 262 * MS));
     // 5000 B · 8 over 252 ms = 40 000 bit / 0.252 s.
     assert_close!(f0.throughput_mbps, 0.04 / 0.252);
@@ -138,14 +116,8 @@ fn hand_computed_flow_summaries() {
 
     // The in-flight packet is sent, neither delivered nor dropped, and counts as lost bytes.
     let f1 = &m.flows[1];
-    assert_eq!(
-        (f1.packets_sent, f1.packets_delivered, f1.packets_dropped),
-        (7, 5, 1)
-    );
-    assert_eq!(
-        (f1.bytes_sent, f1.bytes_delivered, f1.retransmissions),
-        (3500, 2500, 0)
-    );
+    assert_eq!((f1.packets_sent, f1.packets_delivered, f1.packets_dropped), (7, 5, 1));
+    assert_eq!((f1.bytes_sent, f1.bytes_delivered, f1.retransmissions), (3500, 2500, 0));
     assert_eq!((f1.first_delivery, f1.last_delivery), (55 * MS, 335 * MS));
     assert_close!(f1.throughput_mbps, 0.02 / 0.280);
     // [15 15 15.5 16 16]: rank 4 → 16.
@@ -157,10 +129,7 @@ fn hand_computed_flow_summaries() {
 
     // 27.0015 ms floors to 27 001 µs in the order statistics; the mean stays exact.
     let f2 = &m.flows[2];
-    assert_eq!(
-        (f2.packets_sent, f2.packets_delivered, f2.packets_dropped),
-        (4, 3, 1)
-    );
+    assert_eq!((f2.packets_sent, f2.packets_delivered, f2.packets_dropped), (4, 3, 1));
     assert_eq!((f2.bytes_sent, f2.bytes_delivered), (6000, 4500));
     assert_close!(f2.throughput_mbps, 0.036 / 0.060);
     // [27.001 30 30]: rank round(1.9) = 2 → 30.
@@ -172,14 +141,8 @@ fn hand_computed_flow_summaries() {
 
     let t = &m.total;
     assert_eq!(t.flow, None);
-    assert_eq!(
-        (t.packets_sent, t.packets_delivered, t.packets_dropped),
-        (17, 13, 3)
-    );
-    assert_eq!(
-        (t.bytes_sent, t.bytes_delivered, t.retransmissions),
-        (15500, 12000, 1)
-    );
+    assert_eq!((t.packets_sent, t.packets_delivered, t.packets_dropped), (17, 13, 3));
+    assert_eq!((t.bytes_sent, t.bytes_delivered, t.retransmissions), (15500, 12000, 1));
     assert_eq!((t.first_delivery, t.last_delivery), (10 * MS, 335 * MS));
     // 12 000 B over 10 → 335 ms.
     assert_close!(t.throughput_mbps, 0.096 / 0.325);
@@ -220,10 +183,7 @@ fn hand_computed_series() {
         assert_close!(row.throughput_mbps, tput);
         assert_close!(row.sending_mbps, send);
         if mean.is_nan() {
-            assert!(
-                row.delay_mean_ms.is_nan() && row.delay_max_ms.is_nan(),
-                "{row:?}"
-            );
+            assert!(row.delay_mean_ms.is_nan() && row.delay_max_ms.is_nan(), "{row:?}");
         } else {
             assert_close!(row.delay_mean_ms, mean);
             assert_close!(row.delay_max_ms, max);
@@ -275,14 +235,7 @@ fn acks_are_ignored() {
         // An ACK for every data packet, in a flow that has no data, with times far out: any
         // of them would show in the counts, the series or the spans.
         for flow in [r.flow, 7] {
-            let mut ack = data(
-                r.uid + 1000,
-                flow,
-                40,
-                r.sent + 5 * MS,
-                r.sent + 900 * MS,
-                Fate::Delivered,
-            );
+            let mut ack = data(r.uid + 1000, flow, 40, r.sent + 5 * MS, r.sent + 900 * MS, Fate::Delivered);
             ack.kind = PacketKind::Ack;
             with_acks.push(ack);
         }
@@ -296,20 +249,11 @@ fn acks_are_ignored() {
 
 #[test]
 fn no_deliveries_gives_defined_values() {
-    let log = [
-        data(1, 0, 1000, 0, NEVER, Fate::DropQueue),
-        data(2, 0, 1000, MS, NEVER, Fate::InFlight),
-    ];
+    let log = [data(1, 0, 1000, 0, NEVER, Fate::DropQueue), data(2, 0, 1000, MS, NEVER, Fate::InFlight)];
     let m = run(cfg(2, 100 * MS, 50 * MS), &log, &one_mbps);
     let f0 = &m.flows[0];
-    assert_eq!(
-        (f0.packets_sent, f0.packets_delivered, f0.packets_dropped),
-        (2, 0, 1)
-    );
-    assert_eq!(
-        (f0.first_delivery, f0.last_delivery, f0.throughput_mbps),
-        (0, 0, 0.0)
-    );
+    assert_eq!((f0.packets_sent, f0.packets_delivered, f0.packets_dropped), (2, 0, 1));
+    assert_eq!((f0.first_delivery, f0.last_delivery, f0.throughput_mbps), (0, 0, 0.0));
     assert!(f0.delay_p95_ms.is_nan() && f0.delay_mean_ms.is_nan() && f0.queueing_p95_ms.is_nan());
     assert_close!(f0.loss, 1.0);
     // Flow 1 never sent: nothing lost.
@@ -334,14 +278,7 @@ fn single_delivery_has_zero_throughput() {
 fn delivered_without_arrival_time_is_not_delivered() {
     let log = [data(1, 0, 1000, 0, NEVER, Fate::Delivered)];
     let m = run(cfg(1, 100 * MS, 50 * MS), &log, &one_mbps);
-    assert_eq!(
-        (
-            m.flows[0].packets_sent,
-            m.flows[0].packets_delivered,
-            m.flows[0].packets_dropped
-        ),
-        (1, 0, 0)
-    );
+    assert_eq!((m.flows[0].packets_sent, m.flows[0].packets_delivered, m.flows[0].packets_dropped), (1, 0, 0));
 }
 
 #[test]
@@ -403,11 +340,7 @@ fn random_log(seed: u64, n: usize, flows: u32) -> Vec<PacketRecord> {
                 _ => 5 * MS * (flow as u64 + 1) + rng.below(40 * MS),
             };
             let fate = Fate::from_u8(rng.below(12).saturating_sub(7) as u8).unwrap();
-            let arrived = if fate == Fate::Delivered {
-                sent + delay
-            } else {
-                NEVER
-            };
+            let arrived = if fate == Fate::Delivered { sent + delay } else { NEVER };
             let mut r = data(uid, flow, 40 + rng.below(1461) as u32, sent, arrived, fate);
             r.retransmission = rng.below(20) == 0;
             if rng.below(8) == 0 {
@@ -447,10 +380,7 @@ fn analyze_matches_the_accumulator() {
     for r in &records {
         log.record(r);
     }
-    assert!(same(
-        &analyze(&log, c.clone(), &one_mbps),
-        &run(c, &records, &one_mbps)
-    ));
+    assert!(same(&analyze(&log, c.clone(), &one_mbps), &run(c, &records, &one_mbps)));
 }
 
 /// Percentiles straight from sorted vectors of floored µs delays, the definition the
@@ -459,16 +389,8 @@ fn analyze_matches_the_accumulator() {
 fn percentiles_match_sorted_vectors() {
     let flows = 6;
     let records = random_log(11, 30_000, flows);
-    let m = run(
-        cfg(flows as usize, 100 * MS, 20 * MS),
-        &records,
-        &no_capacity,
-    );
-    let data = || {
-        records
-            .iter()
-            .filter(|r| r.kind == PacketKind::Data && r.fate == Fate::Delivered)
-    };
+    let m = run(cfg(flows as usize, 100 * MS, 20 * MS), &records, &no_capacity);
+    let data = || records.iter().filter(|r| r.kind == PacketKind::Data && r.fate == Fate::Delivered);
     let p95 = |v: &mut Vec<u64>| {
         v.sort_unstable();
         v[nearest_rank(v.len() as u64, 95.0) as usize] as f64 / 1e3
@@ -476,10 +398,7 @@ fn percentiles_match_sorted_vectors() {
     let mut pooled = Vec::new();
     let mut pooled_queueing = Vec::new();
     for f in 0..flows {
-        let mut d: Vec<u64> = data()
-            .filter(|r| r.flow == f)
-            .map(|r| (r.arrived - r.sent) / 1000)
-            .collect();
+        let mut d: Vec<u64> = data().filter(|r| r.flow == f).map(|r| (r.arrived - r.sent) / 1000).collect();
         let min = *d.iter().min().unwrap();
         pooled.extend(&d);
         pooled_queueing.extend(d.iter().map(|x| x - min));
@@ -504,14 +423,7 @@ fn memory_does_not_grow_with_packets() {
     let mut at_10k = (0, 0);
     for i in 0..1_000_000u64 {
         let sent = (i * 7_919) % 1_000 * MS;
-        let r = data(
-            i,
-            (i % 3) as u32,
-            1500,
-            sent,
-            sent + delays[(i % 4) as usize],
-            Fate::Delivered,
-        );
+        let r = data(i, (i % 3) as u32, 1500, sent, sent + delays[(i % 4) as usize], Fate::Delivered);
         acc.add(&r);
         if i == 9_999 {
             at_10k = (acc.histogram_bytes(), acc.series_bytes());
@@ -520,11 +432,7 @@ fn memory_does_not_grow_with_packets() {
     assert_eq!((acc.histogram_bytes(), acc.series_bytes()), at_10k);
     // Per flow: a 2 KiB directory block and three 1 KiB pages of 128 µs (10 and 10.0015 ms share
     // one; 12 and 40 ms have their own), under 8 KiB with the Vecs' spare capacity.
-    assert!(
-        acc.histogram_bytes() < 3 * 8 * 1024,
-        "{} bytes",
-        acc.histogram_bytes()
-    );
+    assert!(acc.histogram_bytes() < 3 * 8 * 1024, "{} bytes", acc.histogram_bytes());
     let m = acc.finish(&no_capacity);
     assert_eq!(m.total.packets_delivered, 1_000_000);
 }
@@ -533,18 +441,7 @@ fn memory_does_not_grow_with_packets() {
 fn histogram_iterates_in_order_across_pages_blocks_and_far_values() {
     let mut h = DelayHist::default();
     // Page, block and dense-limit boundaries, inserted out of order.
-    let values = [
-        1u64 << 40,
-        65_536,
-        0,
-        127,
-        128,
-        (1 << 32) - 1,
-        1 << 32,
-        65_535,
-        5_000_000,
-        128,
-    ];
+    let values = [1u64 << 40, 65_536, 0, 127, 128, (1 << 32) - 1, 1 << 32, 65_535, 5_000_000, 128];
     for &v in &values {
         h.add(v, 1);
     }
@@ -571,41 +468,17 @@ fn histogram_iterates_in_order_across_pages_blocks_and_far_values() {
 
 #[test]
 fn origin_and_times_before_it() {
-    let c = MetricsConfig {
-        n_flows: 1,
-        bin: 100 * MS,
-        jain_bucket: 50 * MS,
-        origin: 1_000 * MS,
-    };
+    let c = MetricsConfig { n_flows: 1, bin: 100 * MS, jain_bucket: 50 * MS, origin: 1_000 * MS };
     // Sent before the origin: its sending counts in the first bin.
     let log = [
         data(1, 0, 1000, 990 * MS, 1_010 * MS, Fate::Delivered),
         data(2, 0, 1000, 1_150 * MS, 1_160 * MS, Fate::Delivered),
     ];
     let m = run(c, &log, &one_mbps);
-    let bins: Vec<_> = m
-        .series
-        .iter()
-        .map(|r| (r.t / MS, r.sending_mbps, r.throughput_mbps))
-        .collect();
+    let bins: Vec<_> = m.series.iter().map(|r| (r.t / MS, r.sending_mbps, r.throughput_mbps)).collect();
     assert_eq!(bins, vec![(0, 0.08, 0.08), (100, 0.08, 0.08)]);
-    let buckets: Vec<_> = m
-        .jain
-        .iter()
-        .map(|r| (r.t / MS, r.active_flows, r.counted))
-        .collect();
-    assert_eq!(
-        buckets,
-        vec![
-            (0, 1, true),
-            (50, 0, false),
-            (100, 0, false),
-            (150, 1, false)
-        ]
-    );
+    let buckets: Vec<_> = m.jain.iter().map(|r| (r.t / MS, r.active_flows, r.counted)).collect();
+    assert_eq!(buckets, vec![(0, 1, true), (50, 0, false), (100, 0, false), (150, 1, false)]);
     // Summary times stay absolute.
-    assert_eq!(
-        (m.total.first_delivery, m.total.last_delivery),
-        (1_010 * MS, 1_160 * MS)
-    );
+    assert_eq!((m.total.first_delivery, m.total.last_delivery), (1_010 * MS, 1_160 * MS));
 }
