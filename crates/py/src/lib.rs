@@ -2,6 +2,7 @@
 //! with results handed to Python as numpy columns. Everything user-facing (the `cclab.run`
 //! API, DataFrames, the archive, the CLI) lives in the Python package on top of this.
 
+mod analyze;
 mod errors;
 mod output;
 mod overrides;
@@ -102,6 +103,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(validate, m)?)?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(schemes::schemes, m)?)?;
+    m.add_function(wrap_pyfunction!(analyze::analyze, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }
