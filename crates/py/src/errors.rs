@@ -29,8 +29,9 @@ pub fn scenario_error(py: Python<'_>, errors: &ScenarioErrors) -> PyErr {
         Ok(list)
     };
     match build() {
-        Ok(list) => make(py, "ScenarioError", list.into_any())
-            .unwrap_or_else(|| PyValueError::new_err(errors.to_string())),
+        Ok(list) => {
+            make(py, "ScenarioError", list.into_any()).unwrap_or_else(|| PyValueError::new_err(errors.to_string()))
+        }
         Err(e) => e,
     }
 }
@@ -38,8 +39,7 @@ pub fn scenario_error(py: Python<'_>, errors: &ScenarioErrors) -> PyErr {
 /// `cclab.SimulationError`: the scenario was valid but the run could not happen.
 pub fn simulation_error(py: Python<'_>, message: &str) -> PyErr {
     let text = pyo3::types::PyString::new(py, message).into_any();
-    make(py, "SimulationError", text)
-        .unwrap_or_else(|| PyRuntimeError::new_err(message.to_string()))
+    make(py, "SimulationError", text).unwrap_or_else(|| PyRuntimeError::new_err(message.to_string()))
 }
 
 /// The run stopped on request without a Python exception to re-raise.

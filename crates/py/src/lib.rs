@@ -41,8 +41,7 @@ fn load(source: &str, is_path: bool, overrides_json: &str) -> Result<Scenario, S
 #[pyfunction]
 #[pyo3(signature = (source, is_path, overrides_json = "{}"))]
 fn validate(py: Python<'_>, source: &str, is_path: bool, overrides_json: &str) -> PyResult<String> {
-    let scenario =
-        load(source, is_path, overrides_json).map_err(|e| errors::scenario_error(py, &e))?;
+    let scenario = load(source, is_path, overrides_json).map_err(|e| errors::scenario_error(py, &e))?;
     Ok(scenario.to_toml())
 }
 
@@ -59,8 +58,7 @@ fn run<'py>(
     log_packets: bool,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let scenario =
-        load(source, is_path, overrides_json).map_err(|e| errors::scenario_error(py, &e))?;
+    let scenario = load(source, is_path, overrides_json).map_err(|e| errors::scenario_error(py, &e))?;
     let opts = RunOptions { log_packets };
     let duration_ns = scenario.duration.ns();
     // The Python exception that stopped the run (KeyboardInterrupt, or one raised by the
@@ -90,9 +88,7 @@ fn run<'py>(
     });
     match outcome {
         Ok(out) => output::to_dict(py, &scenario, out),
-        Err(SimError::Interrupted(message)) => {
-            Err(stopped_by.unwrap_or_else(|| errors::interrupted(&message)))
-        }
+        Err(SimError::Interrupted(message)) => Err(stopped_by.unwrap_or_else(|| errors::interrupted(&message))),
         Err(SimError::Scenario(e)) => Err(errors::scenario_error(py, &e)),
         Err(e @ SimError::Input(_)) => Err(errors::simulation_error(py, &e.to_string())),
     }

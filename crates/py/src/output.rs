@@ -13,19 +13,11 @@ use pyo3::types::{PyDict, PyList};
 const KIND_NAMES: [&str; 2] = ["data", "ack"];
 
 /// One numpy column from a field of each row.
-fn column<'py, R, T: Element>(
-    py: Python<'py>,
-    rows: &[R],
-    field: impl Fn(&R) -> T,
-) -> Bound<'py, PyArray1<T>> {
+fn column<'py, R, T: Element>(py: Python<'py>, rows: &[R], field: impl Fn(&R) -> T) -> Bound<'py, PyArray1<T>> {
     PyArray1::from_vec(py, rows.iter().map(field).collect())
 }
 
-pub fn to_dict<'py>(
-    py: Python<'py>,
-    scenario: &Scenario,
-    out: RunOutput,
-) -> PyResult<Bound<'py, PyDict>> {
+pub fn to_dict<'py>(py: Python<'py>, scenario: &Scenario, out: RunOutput) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("name", &scenario.name)?;
     d.set_item("seed", scenario.seed)?;
@@ -34,9 +26,7 @@ pub fn to_dict<'py>(
 
     let m = &out.metrics;
     let scheme_of = |flow: Option<u32>| {
-        flow.and_then(|id| out.flows.iter().find(|f| f.id == id))
-            .map(|f| f.scheme.as_str())
-            .unwrap_or("total")
+        flow.and_then(|id| out.flows.iter().find(|f| f.id == id)).map(|f| f.scheme.as_str()).unwrap_or("total")
     };
     let summary = PyList::empty(py);
     for s in m.flows.iter().chain(std::iter::once(&m.total)) {
@@ -53,10 +43,7 @@ pub fn to_dict<'py>(
     let series = PyDict::new(py);
     series.set_item("flow", column(py, &m.series, |r| r.flow))?;
     series.set_item("t_ns", column(py, &m.series, |r| r.t))?;
-    series.set_item(
-        "throughput_mbps",
-        column(py, &m.series, |r| r.throughput_mbps),
-    )?;
+    series.set_item("throughput_mbps", column(py, &m.series, |r| r.throughput_mbps))?;
     series.set_item("sending_mbps", column(py, &m.series, |r| r.sending_mbps))?;
     series.set_item("delay_mean_ms", column(py, &m.series, |r| r.delay_mean_ms))?;
     series.set_item("delay_max_ms", column(py, &m.series, |r| r.delay_max_ms))?;
@@ -71,13 +58,7 @@ pub fn to_dict<'py>(
 
     let flows = PyDict::new(py);
     flows.set_item("flow", column(py, &out.flows, |f| f.id))?;
-    flows.set_item(
-        "scheme",
-        out.flows
-            .iter()
-            .map(|f| f.scheme.as_str())
-            .collect::<Vec<_>>(),
-    )?;
+    flows.set_item("scheme", out.flows.iter().map(|f| f.scheme.as_str()).collect::<Vec<_>>())?;
     flows.set_item("start_ns", column(py, &out.flows, |f| f.start))?;
     flows.set_item("stop_ns", column(py, &out.flows, |f| f.stop))?;
     flows.set_item("base_rtt_ns", column(py, &out.flows, |f| f.base_rtt))?;
@@ -91,11 +72,7 @@ pub fn to_dict<'py>(
     Ok(d)
 }
 
-fn summary_row<'py>(
-    py: Python<'py>,
-    s: &FlowSummary,
-    scheme: &str,
-) -> PyResult<Bound<'py, PyDict>> {
+fn summary_row<'py>(py: Python<'py>, s: &FlowSummary, scheme: &str) -> PyResult<Bound<'py, PyDict>> {
     let r = PyDict::new(py);
     r.set_item("flow", s.flow)?;
     r.set_item("scheme", scheme)?;
