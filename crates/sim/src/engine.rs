@@ -9,7 +9,7 @@
 //! were scheduled (a sequence number breaks them), which makes runs deterministic.
 
 use crate::link::{Bottleneck, Enqueued, Limit, Service, Trace, WirePacket};
-use crate::{EngineStats, FlowInfo, RunOptions, RunOutput, SimError};
+use crate::{CcTrace, EngineStats, FlowInfo, RunOptions, RunOutput, SimError};
 use cclab_cc::{Rng, Time};
 use cclab_core::metrics::{MetricsAccumulator, MetricsConfig};
 use cclab_core::record::{Fate, PacketKind, PacketLog, PacketRecord, RecordSink, NEVER};
@@ -158,6 +158,8 @@ struct Sim {
     loss_rng: Rng,
     next_uid: u64,
     sinks: Sinks,
+    /// Controller samples, when the run asked for them.
+    cc_trace: Option<CcTrace>,
 }
 
 impl Sim {
@@ -273,6 +275,10 @@ impl Sim {
         let f = p.flow;
         self.flows[f as usize].sender.on_ack(self.now, &ack);
         self.transmit(f);
+        if let Some(trace) = &mut self.cc_trace {
+            let sender = &self.flows[f as usize].sender;
+            trace.push(f, self.now, sender.cc(), sender.in_flight());
+        }
         self.rearm(f);
     }
 
@@ -343,12 +349,14 @@ impl Sim {
     }
 }
 
-/// Builds the topology for a scenario and runs it to the end.
+/// Builds the topology for a scenario and runs it to the end; with `trace_cc`, also returns
+/// every flow's controller sampled after each ACK.
 pub fn simulate(
     scenario: &Scenario,
     opts: &RunOptions,
+    trace_cc: bool,
     progress: &mut dyn FnMut(u64) -> Result<(), String>,
-) -> Result<RunOutput, SimError> {
+) -> Result<(RunOutput, Option<CcTrace>), SimError> {
     let wall = std::time::Instant::now();
     let seed = scenario.seed;
     let link = &scenario.link;
@@ -420,6 +428,7 @@ pub fn simulate(
         loss_rng: Rng::derive(seed, STREAM_LOSS),
         next_uid: 0,
         sinks: Sinks { metrics, log: opts.log_packets.then(PacketLog::default), stats: EngineStats::default() },
+        cc_trace: trace_cc.then(CcTrace::default),
     };
     for inst in &instances {
         sim.schedule(inst.start.ns(), Ev::Start(inst.id));
@@ -461,5 +470,5 @@ pub fn simulate(
     let metrics = metrics.finish(&|t0, t1| service.capacity_bits(t0, t1));
     stats.events = events;
     stats.wall_secs = wall.elapsed().as_secs_f64();
-    Ok(RunOutput { metrics, packets: log, flows: infos, stats })
+    Ok((RunOutput { metrics, packets: log, flows: infos, stats }, sim.cc_trace))
 }

@@ -15,6 +15,73 @@ pub struct RunOptions {
     pub log_packets: bool,
 }
 
+/// Controller state over time, one row per ACK a sender processed (after it sent what the ACK
+/// allowed), as columns. Produced by [`run_traced`].
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CcTrace {
+    pub flow: Vec<u32>,
+    /// ns since the start of the run.
+    pub t: Vec<u64>,
+    /// The controller's mode (`CcSnapshot::mode`), e.g. "probe_rtt".
+    pub mode: Vec<&'static str>,
+    /// Bytes in flight and the controller's window, bytes.
+    pub in_flight: Vec<u64>,
+    pub cwnd: Vec<u64>,
+    /// The controller's pacing rate, bytes/s; NaN when it sets none.
+    pub pacing_rate: Vec<f64>,
+    /// The snapshot variables by name, in order of first appearance; NaN in rows whose
+    /// controller does not report that name.
+    pub vars: Vec<(&'static str, Vec<f64>)>,
+}
+
+impl CcTrace {
+    pub fn len(&self) -> usize {
+        self.t.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.t.is_empty()
+    }
+
+    /// A snapshot variable's column.
+    pub fn var(&self, name: &str) -> Option<&[f64]> {
+        self.vars.iter().find(|(n, _)| *n == name).map(|(_, c)| c.as_slice())
+    }
+
+    /// Row indices of one flow, in time order.
+    pub fn rows_of(&self, flow: u32) -> impl Iterator<Item = usize> + '_ {
+        (0..self.len()).filter(move |&i| self.flow[i] == flow)
+    }
+
+    pub(crate) fn push(&mut self, flow: u32, t: u64, cc: &dyn cclab_cc::CongestionControl, in_flight: u64) {
+        let n = self.len();
+        let snap = cc.snapshot();
+        self.flow.push(flow);
+        self.t.push(t);
+        self.mode.push(snap.mode);
+        self.in_flight.push(in_flight);
+        self.cwnd.push(cc.cwnd());
+        self.pacing_rate.push(cc.pacing_rate().unwrap_or(f64::NAN));
+        for (name, value) in snap.vars {
+            let col = match self.vars.iter().position(|(c, _)| *c == name) {
+                Some(i) => &mut self.vars[i].1,
+                None => {
+                    self.vars.push((name, vec![f64::NAN; n]));
+                    &mut self.vars.last_mut().expect("just pushed").1
+                }
+            };
+            if col.len() == n {
+                col.push(value);
+            }
+        }
+        for (_, col) in &mut self.vars {
+            if col.len() == n {
+                col.push(f64::NAN);
+            }
+        }
+    }
+}
+
 /// One concrete flow of the run.
 #[derive(Clone, Debug, PartialEq)]
 pub struct FlowInfo {
@@ -95,5 +162,16 @@ pub fn run(
     opts: &RunOptions,
     progress: &mut dyn FnMut(u64) -> Result<(), String>,
 ) -> Result<RunOutput, SimError> {
-    engine::simulate(scenario, opts, progress)
+    engine::simulate(scenario, opts, false, progress).map(|(out, _)| out)
+}
+
+/// As [`run`], also sampling every flow's controller (`snapshot()`, cwnd, pacing rate and
+/// bytes in flight) after each ACK it processes. For tests and studies of controller
+/// internals: memory grows with the number of ACKs; [`run`] pays nothing for it.
+pub fn run_traced(
+    scenario: &Scenario,
+    opts: &RunOptions,
+    progress: &mut dyn FnMut(u64) -> Result<(), String>,
+) -> Result<(RunOutput, CcTrace), SimError> {
+    engine::simulate(scenario, opts, true, progress).map(|(out, trace)| (out, trace.unwrap_or_default()))
 }
