@@ -1,6 +1,7 @@
 //! Congestion controllers behind one interface ([`CongestionControl`]), and the registry that
 //! builds them from scenario files.
 
+pub mod bbr;
 pub mod controller;
 pub mod cubic;
 pub mod filters;
@@ -8,6 +9,7 @@ pub mod fixed;
 pub mod newreno;
 pub mod registry;
 pub mod types;
+pub mod vegas;
 
 #[cfg(test)]
 mod testkit;

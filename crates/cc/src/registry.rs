@@ -15,12 +15,24 @@ use std::fmt;
 use std::ops::Bound;
 
 /// Every scheme the simulator can run. Adding a scheme is one line here (plus its module).
-static SCHEMES: &[Scheme] = &[newreno::SCHEME, cubic::SCHEME, fixed::SCHEME];
+static SCHEMES: &[Scheme] = &[newreno::SCHEME, cubic::SCHEME, fixed::SCHEME, crate::vegas::SCHEME, crate::bbr::SCHEME];
 
 /// The keys of a `[[flows]]` entry that the scenario schema itself owns (`FlowSpec`'s fields);
 /// everything else in the entry is a scheme option. Kept in step with `FlowSpec` by a test.
-pub const GENERIC_FLOW_KEYS: &[&str] =
-    &["scheme", "count", "start", "every", "stop", "leave", "extra_rtt", "traffic", "pacing", "delayed_ack", "min_rto", "rwnd"];
+pub const GENERIC_FLOW_KEYS: &[&str] = &[
+    "scheme",
+    "count",
+    "start",
+    "every",
+    "stop",
+    "leave",
+    "extra_rtt",
+    "traffic",
+    "pacing",
+    "delayed_ack",
+    "min_rto",
+    "rwnd",
+];
 
 /// What `cclab schemes` shows about one scheme.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -55,6 +67,8 @@ pub enum OptionKind {
     },
     /// A rate string with a unit, read by [`Rate::parse`].
     Rate,
+    /// One of a fixed set of words, written as a string (e.g. copa's `mode = "auto"`).
+    Choice(&'static [&'static str]),
 }
 
 /// A typed option value, after validation.
@@ -64,6 +78,7 @@ pub enum OptValue {
     Int(i64),
     Float(f64),
     Rate(Rate),
+    Choice(&'static str),
 }
 
 /// What a scheme's `build` returns: its controller, or every problem with its options.
@@ -135,6 +150,13 @@ impl Options {
             _ => None,
         }
     }
+
+    pub fn choice(&self, name: &str) -> Option<&'static str> {
+        match self.lookup(name)? {
+            OptValue::Choice(c) => Some(c),
+            _ => None,
+        }
+    }
 }
 
 impl fmt::Display for OptionKind {
@@ -162,6 +184,10 @@ impl fmt::Display for OptionKind {
                 }
             },
             OptionKind::Rate => write!(f, "{}", Rate::ACCEPTED),
+            OptionKind::Choice(words) => {
+                let quoted: Vec<String> = words.iter().map(|w| format!("\"{w}\"")).collect();
+                write!(f, "one of {}", quoted.join(", "))
+            }
         }
     }
 }
@@ -173,6 +199,7 @@ impl fmt::Display for OptValue {
             OptValue::Int(i) => write!(f, "{i}"),
             OptValue::Float(x) => write!(f, "{x}"),
             OptValue::Rate(r) => write!(f, "\"{r}\""),
+            OptValue::Choice(c) => write!(f, "\"{c}\""),
         }
     }
 }
@@ -227,6 +254,16 @@ fn parse_value(kind: OptionKind, v: &toml::Value) -> Result<OptValue, String> {
         (OptionKind::Rate, toml::Value::Integer(_) | toml::Value::Float(_)) => {
             Err(format!("{}; a rate needs a unit, written as a string", wrong()))
         }
+        (OptionKind::Choice(words), toml::Value::String(s)) => match words.iter().find(|w| **w == s.as_str()) {
+            Some(w) => Ok(OptValue::Choice(w)),
+            None => {
+                let mut msg = wrong();
+                if let Some(w) = did_you_mean(s, words) {
+                    msg += &format!("; did you mean \"{w}\"?");
+                }
+                Err(msg)
+            }
+        },
         _ => Err(wrong()),
     }
 }
@@ -370,7 +407,7 @@ mod tests {
             assert!(cc.cwnd() >= 2 * MSS);
         }
         let names: Vec<_> = schemes().iter().map(|s| s.name).collect();
-        assert_eq!(names, ["newreno", "cubic", "fixed"]);
+        assert_eq!(names, ["newreno", "cubic", "fixed", "vegas", "bbr"]);
     }
 
     #[test]
@@ -437,6 +474,18 @@ mod tests {
     }
 
     #[test]
+    fn choice_options_accept_their_words_and_suggest_on_typos() {
+        let kind = OptionKind::Choice(&["auto", "default"]);
+        assert_eq!(kind.to_string(), "one of \"auto\", \"default\"");
+        let v = |s: &str| toml::Value::String(s.to_string());
+        assert_eq!(parse_value(kind, &v("default")), Ok(OptValue::Choice("default")));
+        let e = parse_value(kind, &v("defualt")).unwrap_err();
+        assert!(e.contains("did you mean \"default\"?") && e.contains("one of"), "{e}");
+        let e = parse_value(kind, &toml::Value::Boolean(true)).unwrap_err();
+        assert!(e.contains("got true (a boolean)"), "{e}");
+    }
+
+    #[test]
     fn fixed_needs_exactly_one_of_cwnd_and_rate() {
         let e = errors("[[flows]]\nscheme = \"fixed\"\ncwnd = 10\nrate = \"1Mbps\"\n");
         assert_eq!(e.len(), 1, "{e:?}");
@@ -491,6 +540,7 @@ mod tests {
                         (OptionKind::Int { min, max }, OptValue::Int(i)) => (min..=max).contains(&i),
                         (OptionKind::Float { lo, hi }, OptValue::Float(x)) => in_bounds(x, lo, hi),
                         (OptionKind::Rate, OptValue::Rate(_)) => true,
+                        (OptionKind::Choice(words), OptValue::Choice(c)) => words.contains(&c),
                         _ => false,
                     };
                     assert!(ok, "{}.{}: default {d} does not fit {}", s.info.name, o.name, o.kind);
