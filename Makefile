@@ -45,5 +45,8 @@ test: install
 	$(BIN)/ruff format --check $(PY_DIRS)
 	$(BIN)/pytest -q
 
+# The Rust benchmarks (`[[bench]]` targets of the crates, some kept in benches/) and every
+# Python benchmark script in benches/.
 bench: install
 	cargo bench --workspace --exclude cclab-py
+	@set -e; for script in $(wildcard benches/*.py); do echo "== $$script"; $(BIN)/python $$script; done

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -138,3 +140,43 @@ def test_ctrl_c_stops_cleanly(write_scenario, tmp_path: Path) -> None:
     assert not out.exists()
     assert complete_runs(tmp_path) == []
     assert not any(p.name.startswith(".") for p in tmp_path.rglob("*"))
+
+
+#: Saves a run but stalls inside the write (after packets.parquet), so the test can kill it there.
+SLOW_SAVE = """
+import sys, time
+import cclab
+from cclab import archive
+
+real_write = archive._write_packets
+
+def stalling_write(columns, path):
+    real_write(columns, path)
+    print("writing", flush=True)
+    time.sleep(60)
+
+archive._write_packets = stalling_write
+cclab.run(sys.argv[1], log_packets=True).save(sys.argv[2])
+"""
+
+
+def test_run_killed_while_saving_leaves_nothing_complete(write_scenario, tmp_path: Path) -> None:
+    path = write_scenario(SMALL)
+    out = tmp_path / "runs" / "half-written"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SLOW_SAVE, str(path), str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    line = proc.stdout.readline()
+    assert line == "writing\n", line + proc.stderr.read()
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    assert not out.exists()
+    assert complete_runs(tmp_path) == []
+    # What is left is the hidden staging directory, with some files but no meta.json.
+    [staging] = (tmp_path / "runs").iterdir()
+    assert staging.name.startswith(".half-written.partial-")
+    assert (staging / "packets.parquet").exists()
+    assert not (staging / "meta.json").exists()
