@@ -1,0 +1,230 @@
+//! `kernel:<name>` schemes: Linux TCP with the named congestion control, driven by a bulk
+//! sender and a receiver that just drains the socket, each a thread inside its namespace.
+//!
+//! Buffers: autotuning does the sizing (the namespaces allow it up to 64 MB, `topology.rs`), as
+//! for any Linux application; fixing SO_SNDBUF/SO_RCVBUF would switch autotuning off. At the
+//! flow's stop the sender aborts the connection (SO_LINGER 0: RST, unsent data discarded), the
+//! real-stack equivalent of the simulator's sender simply stopping.
+
+use crate::endpoint::{AppBytes, Stop};
+use crate::netns::{cstring, NetNs};
+use crate::sys::{cvt, cvt_size, wait_fd, Clock};
+use crate::topology::RECEIVER_IP;
+use std::io;
+use std::net::{SocketAddrV4, TcpListener};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+/// Bytes handed to the kernel per write/read call.
+const IO_CHUNK: usize = 1 << 20;
+/// Bytes the receiving application waits for before it is woken.
+const RCVLOWAT: libc::c_int = 256 * 1024;
+/// Longest blocking wait, so a stop is noticed promptly.
+const POLL_NS: u64 = 20_000_000;
+
+/// How often the sender samples TCP_INFO.
+const SAMPLE_NS: u64 = 10_000_000;
+
+/// One reading of the kernel's view of the connection (TCP_INFO).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TcpSample {
+    /// Run time of the reading, ns.
+    pub t: u64,
+    pub ca_state: u8,
+    /// Smoothed RTT and the connection's minimum RTT, µs.
+    pub srtt_us: u32,
+    pub min_rtt_us: u32,
+    /// Congestion window, segments.
+    pub cwnd: u32,
+    pub total_retrans: u32,
+}
+
+/// The sender's TCP_INFO readings, every 10 ms: the kernel controller's trace.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TcpTrace {
+    pub samples: Vec<TcpSample>,
+}
+
+impl TcpTrace {
+    pub fn median_srtt_us(&self) -> Option<f64> {
+        let mut v: Vec<u32> = self.samples.iter().map(|s| s.srtt_us).filter(|&r| r > 0).collect();
+        v.sort_unstable();
+        v.get(v.len() / 2).map(|&x| x as f64)
+    }
+    pub fn min_rtt_us(&self) -> u32 {
+        self.samples.last().map_or(0, |s| s.min_rtt_us)
+    }
+    pub fn total_retrans(&self) -> u32 {
+        self.samples.last().map_or(0, |s| s.total_retrans)
+    }
+}
+
+/// Reads the fields of `struct tcp_info` (linux/tcp.h) the trace keeps, by their offsets in
+/// the kernel's stable layout (fields are only ever appended).
+fn tcp_info(fd: RawFd, t: u64) -> io::Result<TcpSample> {
+    let mut buf = [0u8; 256];
+    let mut len = buf.len() as libc::socklen_t;
+    // SAFETY: buf/len describe a writable buffer; the kernel writes at most len bytes.
+    cvt(unsafe { libc::getsockopt(fd, libc::IPPROTO_TCP, libc::TCP_INFO, buf.as_mut_ptr().cast(), &mut len) })?;
+    let u32_at = |o: usize| {
+        if o + 4 <= len as usize {
+            u32::from_ne_bytes(buf[o..o + 4].try_into().expect("4 bytes"))
+        } else {
+            0
+        }
+    };
+    Ok(TcpSample {
+        t,
+        ca_state: buf[1],
+        srtt_us: u32_at(68),
+        cwnd: u32_at(80),
+        total_retrans: u32_at(100),
+        min_rtt_us: u32_at(148),
+    })
+}
+
+/// Opens the listening socket in the receiver's namespace, before the run's clock starts.
+pub fn listen(ns: &NetNs, port: u16) -> io::Result<TcpListener> {
+    ns.run(|| {
+        let l = TcpListener::bind(SocketAddrV4::new(RECEIVER_IP, port))
+            .map_err(|e| io::Error::new(e.kind(), format!("listening on port {port}: {e}")))?;
+        l.set_nonblocking(true)?;
+        Ok(l)
+    })
+}
+
+/// Accepts one connection and reads it to the end (or until the run stops).
+pub fn receive(listener: TcpListener, clock: Clock, stop: &Stop) -> io::Result<AppBytes> {
+    let mut got = AppBytes::default();
+    let conn = loop {
+        if stop.now() {
+            return Ok(got);
+        }
+        match listener.accept() {
+            Ok((c, _)) => break c,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                wait_fd(listener.as_raw_fd(), libc::POLLIN, Some(POLL_NS))?;
+            }
+            Err(e) => return Err(e),
+        }
+    };
+    drop(listener);
+    conn.set_nonblocking(true)?;
+    let fd = conn.as_raw_fd();
+    // Wake only when a good chunk is waiting: the application's wake-ups are CPU the path
+    // threads need on a small machine, and the kernel still ACKs every segment as it arrives.
+    setsockopt(fd, libc::SOL_SOCKET, libc::SO_RCVLOWAT, &RCVLOWAT)?;
+    let mut buf = vec![0u8; IO_CHUNK];
+    while !stop.now() {
+        // SAFETY: buf is a valid writable buffer of buf.len() bytes.
+        match cvt_size(unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) }) {
+            Ok(0) => break,
+            Ok(n) => got.add(clock.now(), n as u64),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                wait_fd(fd, libc::POLLIN, Some(POLL_NS))?;
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            // The sender's abort at its stop time.
+            Err(e) if e.kind() == io::ErrorKind::ConnectionReset => break,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got)
+}
+
+fn setsockopt<T>(fd: RawFd, level: libc::c_int, name: libc::c_int, value: &T) -> io::Result<()> {
+    // SAFETY: value points at a live T of the size passed.
+    cvt(unsafe {
+        libc::setsockopt(fd, level, name, (value as *const T).cast(), std::mem::size_of::<T>() as libc::socklen_t)
+    })
+    .map(drop)
+}
+
+/// A TCP socket in the calling thread's namespace with congestion control `cc`.
+fn tcp_socket(cc: &str) -> io::Result<OwnedFd> {
+    // SAFETY: plain socket(2); the descriptor is owned at once.
+    let fd =
+        cvt(unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC, 0) })?;
+    let sock = unsafe { OwnedFd::from_raw_fd(fd) };
+    let name = cstring(cc)?;
+    // SAFETY: the name bytes are live for the call; the kernel copies them.
+    cvt(unsafe {
+        libc::setsockopt(fd, libc::IPPROTO_TCP, libc::TCP_CONGESTION, name.as_ptr().cast(), cc.len() as libc::socklen_t)
+    })
+    .map_err(|e| io::Error::new(e.kind(), format!("setting TCP_CONGESTION to {cc:?}: {e}")))?;
+    Ok(sock)
+}
+
+/// Connects at `start`, sends as fast as the connection allows until `stop_at`, then aborts.
+/// Runs on a thread already inside the sender's namespace.
+pub fn send(cc: &str, port: u16, clock: Clock, start: u64, stop_at: u64, stop: &Stop) -> io::Result<TcpTrace> {
+    let sock = tcp_socket(cc)?;
+    let fd = sock.as_raw_fd();
+    let mut trace = TcpTrace::default();
+    if !stop.sleep_until(clock, start) {
+        return Ok(trace);
+    }
+    let addr = libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: port.to_be(),
+        sin_addr: libc::in_addr { s_addr: u32::from(RECEIVER_IP).to_be() },
+        sin_zero: [0; 8],
+    };
+    // SAFETY: addr is a valid sockaddr_in of the size passed.
+    let r = unsafe {
+        libc::connect(
+            fd,
+            (&addr as *const libc::sockaddr_in).cast(),
+            std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+        )
+    };
+    if r < 0 {
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EINPROGRESS) {
+            return Err(io::Error::new(e.kind(), format!("connecting to port {port}: {e}")));
+        }
+    }
+    // Connected when writable; SYN retransmissions are the kernel's business meanwhile.
+    loop {
+        if stop.now() || clock.now() >= stop_at {
+            return Ok(trace);
+        }
+        if wait_fd(fd, libc::POLLOUT, Some(POLL_NS))? {
+            break;
+        }
+    }
+    let mut err: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: err/len are valid out-pointers for SO_ERROR.
+    cvt(unsafe {
+        libc::getsockopt(fd, libc::SOL_SOCKET, libc::SO_ERROR, (&mut err as *mut libc::c_int).cast(), &mut len)
+    })?;
+    if err != 0 {
+        let e = io::Error::from_raw_os_error(err);
+        return Err(io::Error::new(e.kind(), format!("connecting to port {port}: {e}")));
+    }
+    let buf = vec![0x5au8; IO_CHUNK];
+    let mut next_sample = clock.now();
+    loop {
+        let now = clock.now();
+        if stop.now() || now >= stop_at {
+            break;
+        }
+        if now >= next_sample {
+            trace.samples.push(tcp_info(fd, now)?);
+            next_sample = now + SAMPLE_NS;
+        }
+        // SAFETY: buf is a valid readable buffer of buf.len() bytes.
+        match cvt_size(unsafe { libc::write(fd, buf.as_ptr().cast(), buf.len()) }) {
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                wait_fd(fd, libc::POLLOUT, Some((stop_at.min(next_sample) - now).clamp(1, POLL_NS)))?;
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(io::Error::new(e.kind(), format!("sending on port {port}: {e}"))),
+        }
+    }
+    let abort = libc::linger { l_onoff: 1, l_linger: 0 };
+    setsockopt(fd, libc::SOL_SOCKET, libc::SO_LINGER, &abort)?;
+    drop(sock);
+    Ok(trace)
+}

@@ -1,0 +1,601 @@
+//! One direction of the emulated path, run in real time by one dedicated thread.
+//!
+//! Data direction: sender's TUN → per-flow access delay (half the flow's extra RTT) → i.i.d.
+//! loss → the bottleneck (the simulator's own `Bottleneck`: queue + constant/Poisson/trace
+//! delivery) → propagation delay → receiver's TUN. ACK direction: receiver's TUN → per-flow
+//! delay (reverse delay + the other half of the extra RTT) → sender's TUN. This is the
+//! simulator's dumbbell (`cclab_sim::engine`), stage for stage.
+//!
+//! Time: every stage is computed in model time — a packet leaves a delay line exactly `delay`
+//! after it entered, leaves the bottleneck when the link model says — and the thread only has to
+//! *act* at those times. It sleeps in `ppoll` until shortly before the next due time (woken early
+//! by an arriving packet) and spins the rest of the way, with 1 ns timer slack: sleeping alone
+//! would be tens of µs late, spinning alone would burn a core while idle. A packet written late
+//! is recorded with its true (late) arrival time, and the lateness is reported, never hidden.
+
+use crate::endpoint::Stop;
+use crate::packet::{parse_ipv4, segment_count, tcp_segment_range, write_segment, Ipv4Info, PROTO_TCP, PROTO_UDP};
+use crate::records::{Msg, RecordBatcher};
+use crate::sys::{self, Clock};
+use crate::tun::{Tun, VnetHdr, VNET_HDR_LEN};
+use cclab_cc::Rng;
+use cclab_core::record::{Fate, PacketKind, PacketRecord, NEVER};
+use cclab_sim::link::{Bottleneck, Enqueued, WirePacket};
+use std::collections::VecDeque;
+use std::io;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+
+/// Bytes per packet buffer: a virtio header and one MTU-sized packet, with room to spare.
+const SLOT: usize = 2048;
+const CHUNK_SLOTS: usize = 512;
+/// Largest packet a TUN read can return: a 64 KB TSO super-packet and its header.
+const READ_BUF: usize = 128 * 1024;
+/// Reads per loop turn before the due packets are served again, so a burst of arrivals cannot
+/// delay departures by more than a few reads.
+const READS_PER_TURN: usize = 8;
+/// Longest sleep, so the stop flag is seen promptly.
+const MAX_SLEEP_NS: u64 = 20_000_000;
+/// Flow id of packets that match no flow: forwarded through the model, never recorded.
+pub(crate) const UNCLASSIFIED: u32 = u32::MAX;
+
+/// How a flow's packets are told apart, and how its retransmissions are recognised.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Transport {
+    /// Kernel TCP: retransmissions are segments that carry no new sequence space.
+    Tcp,
+    /// cclab's UDP transport: the header says whether a packet is a retransmission.
+    CclabUdp,
+    /// An external program: any protocol on the flow's port; retransmissions unknown.
+    Any,
+}
+
+/// Maps packets to flows by the flow's server port (the one end of the 5-tuple fixed before the
+/// connection exists; the addresses are fixed for the whole run) and protocol.
+#[derive(Clone)]
+pub(crate) struct FlowTable {
+    by_port: Vec<u32>,
+    transports: Vec<Transport>,
+}
+
+impl FlowTable {
+    pub fn new(ports_and_transports: &[(u16, Transport)]) -> FlowTable {
+        let mut by_port = vec![UNCLASSIFIED; 65536];
+        for (i, (port, _)) in ports_and_transports.iter().enumerate() {
+            by_port[*port as usize] = i as u32;
+        }
+        FlowTable { by_port, transports: ports_and_transports.iter().map(|x| x.1).collect() }
+    }
+
+    pub fn len(&self) -> usize {
+        self.transports.len()
+    }
+
+    #[inline]
+    fn classify(&self, info: &Ipv4Info) -> u32 {
+        for port in [info.dport, info.sport] {
+            if port == 0 {
+                continue;
+            }
+            let f = self.by_port[port as usize];
+            if f != UNCLASSIFIED {
+                let ok = match self.transports[f as usize] {
+                    Transport::Tcp => info.proto == PROTO_TCP,
+                    Transport::CclabUdp => info.proto == PROTO_UDP,
+                    Transport::Any => true,
+                };
+                return if ok { f } else { UNCLASSIFIED };
+            }
+        }
+        UNCLASSIFIED
+    }
+}
+
+/// Packet buffers in fixed slots, allocated in chunks that never move.
+struct Pool {
+    chunks: Vec<Box<[u8]>>,
+    free: Vec<u32>,
+}
+
+impl Pool {
+    fn new() -> Pool {
+        Pool { chunks: Vec::new(), free: Vec::new() }
+    }
+
+    fn alloc(&mut self) -> u32 {
+        if let Some(i) = self.free.pop() {
+            return i;
+        }
+        let base = (self.chunks.len() * CHUNK_SLOTS) as u32;
+        self.chunks.push(vec![0u8; CHUNK_SLOTS * SLOT].into_boxed_slice());
+        self.free.extend((base + 1..base + CHUNK_SLOTS as u32).rev());
+        base
+    }
+
+    #[inline]
+    fn slot(&mut self, i: u32) -> &mut [u8] {
+        let (c, o) = (i as usize / CHUNK_SLOTS, i as usize % CHUNK_SLOTS * SLOT);
+        &mut self.chunks[c][o..o + SLOT]
+    }
+
+    fn release(&mut self, i: u32) {
+        self.free.push(i);
+    }
+}
+
+/// A packet in the emulator: its buffer and what its record needs.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Pkt {
+    uid: u64,
+    sent: u64,
+    enq: u64,
+    deq: u64,
+    slot: u32,
+    flow: u32,
+    /// IP packet length (bytes on the wire).
+    wire: u16,
+    /// Bytes to write to the TUN (virtio header + packet).
+    io_len: u16,
+    retx: bool,
+}
+
+impl WirePacket for Pkt {
+    fn wire_size(&self) -> u64 {
+        self.wire as u64
+    }
+}
+
+/// A constant-delay FIFO: exit times are non-decreasing, so the head is always next.
+struct Line {
+    delay: u64,
+    q: VecDeque<(u64, Pkt)>,
+}
+
+/// Where a packet goes after its access line.
+enum Next {
+    Bottleneck,
+    Prop,
+    Out,
+}
+
+/// How one direction is built.
+pub(crate) struct PathConfig {
+    pub name: &'static str,
+    pub kind: PacketKind,
+    /// Record uids are `2·n + uid_parity`, so the two directions never collide.
+    pub uid_parity: u64,
+    pub flows: FlowTable,
+    /// Per-flow delay before the bottleneck (data) or of the whole path (ACKs), ns.
+    pub access_delay: Vec<u64>,
+    /// Delay for packets matching no flow.
+    pub unclassified_delay: u64,
+    pub loss: f64,
+    pub loss_rng: Rng,
+    pub link: Option<Bottleneck<Pkt>>,
+    /// Delay after the bottleneck.
+    pub prop_delay: u64,
+}
+
+/// How a forwarding thread runs (it may serve both directions).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ThreadConfig {
+    /// Spin instead of sleeping when the next due time is this close.
+    pub spin_ns: u64,
+    /// Pin the thread to the CPU it starts on (when the process may use more than one).
+    pub pin: bool,
+    /// Real-time priority for the thread (None: an ordinary thread).
+    pub rt_priority: Option<i32>,
+    /// Run time at which the paths stop: what is still inside then is in flight.
+    pub end: u64,
+}
+
+/// What a direction reports at the end.
+#[derive(Clone, Debug, Default)]
+pub struct PathStats {
+    /// TUN reads, and the wire packets they held (super-packets count their segments).
+    pub reads: u64,
+    pub packets: u64,
+    pub unclassified: u64,
+    pub device_drops: u64,
+    pub last_write_error: Option<String>,
+    /// Lateness of writes behind their model time: a histogram in µs (last bucket: ≥).
+    pub lateness_us: Vec<u64>,
+    pub writes: u64,
+    /// Writes before their model time (must stay 0: a sign of a model-ordering bug).
+    pub early_writes: u64,
+}
+
+impl PathStats {
+    /// The q-quantile of write lateness in µs (upper edge of the 1-µs bucket).
+    pub fn lateness_quantile_us(&self, q: f64) -> f64 {
+        let n: u64 = self.lateness_us.iter().sum();
+        if n == 0 {
+            return f64::NAN;
+        }
+        let rank = ((q * n as f64).ceil() as u64).clamp(1, n);
+        let mut acc = 0;
+        for (i, c) in self.lateness_us.iter().enumerate() {
+            acc += c;
+            if acc >= rank {
+                return i as f64;
+            }
+        }
+        (self.lateness_us.len() - 1) as f64
+    }
+}
+
+/// Histogram range for lateness, µs; beyond it everything lands in the last bucket.
+const LATENESS_BUCKETS: usize = 100_000;
+
+pub(crate) struct Path<'a> {
+    cfg: PathConfig,
+    input: &'a Tun,
+    output: &'a Tun,
+    clock: Clock,
+    pool: Pool,
+    /// One line per flow plus one for unclassified packets (index `flows.len()`).
+    access: Vec<Option<Line>>,
+    /// Indices of access lines holding packets (the only ones worth scanning).
+    busy_access: Vec<usize>,
+    prop: Line,
+    next_uid: u64,
+    /// Highest TCP sequence number sent per flow (None before the first segment).
+    snd_max: Vec<Option<u32>>,
+    /// Reused buffer for packets leaving the bottleneck together.
+    departures: Vec<Pkt>,
+    records: RecordBatcher,
+    stats: PathStats,
+}
+
+impl<'a> Path<'a> {
+    pub fn new(cfg: PathConfig, input: &'a Tun, output: &'a Tun, clock: Clock, tx: mpsc::Sender<Msg>) -> Path<'a> {
+        let mut access: Vec<Option<Line>> =
+            cfg.access_delay.iter().map(|&d| (d > 0).then(|| Line { delay: d, q: VecDeque::new() })).collect();
+        access.push((cfg.unclassified_delay > 0).then(|| Line { delay: cfg.unclassified_delay, q: VecDeque::new() }));
+        let n = cfg.flows.len();
+        let prop = Line { delay: cfg.prop_delay, q: VecDeque::new() };
+        Path {
+            cfg,
+            input,
+            output,
+            clock,
+            pool: Pool::new(),
+            access,
+            busy_access: Vec::new(),
+            prop,
+            next_uid: 0,
+            snd_max: vec![None; n],
+            departures: Vec::new(),
+            records: RecordBatcher::new(tx),
+            stats: PathStats { lateness_us: vec![0; LATENESS_BUCKETS], ..Default::default() },
+        }
+    }
+
+    /// Reads up to `READS_PER_TURN` packets waiting on the input; true if more may be waiting.
+    fn read_some(&mut self, buf: &mut [u8], end: u64) -> io::Result<bool> {
+        for _ in 0..READS_PER_TURN {
+            match self.input.read(buf) {
+                Ok(n) => {
+                    let now = self.clock.now();
+                    if now >= end {
+                        return Ok(false);
+                    }
+                    self.ingest(now, &buf[..n]);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(io::Error::new(e.kind(), format!("reading {}: {e}", self.input.name))),
+            }
+        }
+        Ok(true)
+    }
+
+    /// Records what is still inside as in flight and hands back the counters.
+    fn finish_run(mut self) -> PathStats {
+        self.flush_in_flight();
+        self.records.flush();
+        self.stats
+    }
+
+    /// Takes one TUN read: classifies it, cuts it into wire segments and starts each on its way.
+    fn ingest(&mut self, now: u64, raw: &[u8]) {
+        self.stats.reads += 1;
+        if raw.len() < VNET_HDR_LEN {
+            return;
+        }
+        let vnet = VnetHdr::parse(raw);
+        let pkt = &raw[VNET_HDR_LEN..];
+        let Some(info) = parse_ipv4(pkt) else {
+            // Not IPv4 (the namespaces have IPv6 off): nothing of ours; count and drop.
+            self.stats.unclassified += 1;
+            return;
+        };
+        let flow = self.cfg.flows.classify(&info);
+        let n = segment_count(&vnet, &info);
+        if n == 1 && info.total_len + VNET_HDR_LEN > SLOT {
+            // Larger than the MTU without being a super-packet: cannot come from our devices.
+            self.stats.unclassified += 1;
+            return;
+        }
+        let transport = self.cfg.flows.transports.get(flow as usize).copied();
+        let udp_retx =
+            transport == Some(Transport::CclabUdp) && crate::udp::is_retransmission(&pkt[info.ihl..info.total_len]);
+        for k in 0..n {
+            let slot = self.pool.alloc();
+            let io_len = write_segment(&vnet, &info, pkt, k, n, self.pool.slot(slot));
+            let retx = match transport {
+                Some(Transport::Tcp) => {
+                    let (seq, len) = tcp_segment_range(&vnet, &info, k, n);
+                    self.tcp_retransmission(flow, seq, len)
+                }
+                Some(Transport::CclabUdp) => udp_retx,
+                _ => false,
+            };
+            let uid = 2 * self.next_uid + self.cfg.uid_parity;
+            self.next_uid += 1;
+            self.stats.packets += 1;
+            if flow == UNCLASSIFIED {
+                self.stats.unclassified += 1;
+            }
+            let p = Pkt {
+                uid,
+                sent: now,
+                enq: NEVER,
+                deq: NEVER,
+                slot,
+                flow,
+                wire: (io_len - VNET_HDR_LEN) as u16,
+                io_len: io_len as u16,
+                retx,
+            };
+            let line = if flow == UNCLASSIFIED { self.cfg.flows.len() } else { flow as usize };
+            match &mut self.access[line] {
+                Some(l) => {
+                    if l.q.is_empty() {
+                        self.busy_access.push(line);
+                    }
+                    l.q.push_back((now + l.delay, p));
+                }
+                None => self.after_access(now, p),
+            }
+        }
+    }
+
+    /// Whether a TCP segment carries only sequence space already sent.
+    fn tcp_retransmission(&mut self, flow: u32, seq: u32, len: u32) -> bool {
+        if len == 0 {
+            return false;
+        }
+        let end = seq.wrapping_add(len);
+        let max = &mut self.snd_max[flow as usize];
+        match *max {
+            // Sequence comparison modulo 2^32, as TCP does.
+            Some(m) if (end.wrapping_sub(m) as i32) <= 0 => true,
+            _ => {
+                *max = Some(end);
+                false
+            }
+        }
+    }
+
+    fn next_stage(&self) -> Next {
+        if self.cfg.link.is_some() {
+            Next::Bottleneck
+        } else if self.prop.delay > 0 {
+            Next::Prop
+        } else {
+            Next::Out
+        }
+    }
+
+    /// A packet that finished its access delay at model time `t`.
+    fn after_access(&mut self, t: u64, mut p: Pkt) {
+        match self.next_stage() {
+            Next::Bottleneck => {
+                if self.cfg.loss > 0.0 && self.cfg.loss_rng.bernoulli(self.cfg.loss) {
+                    self.finish(p, NEVER, Fate::DropLoss);
+                    return;
+                }
+                p.enq = t;
+                let link = self.cfg.link.as_mut().expect("next_stage checked");
+                if let Enqueued::Dropped(victim, _) = link.enqueue(t, p) {
+                    self.finish(victim, NEVER, Fate::DropQueue);
+                }
+            }
+            Next::Prop => self.prop.q.push_back((t + self.prop.delay, p)),
+            Next::Out => self.write_out(t, p),
+        }
+    }
+
+    /// The earliest model time at which something is due.
+    fn next_due(&self) -> Option<u64> {
+        let mut t = self.prop.q.front().map(|x| x.0);
+        let mut consider = |x: Option<u64>| {
+            if let Some(x) = x {
+                t = Some(t.map_or(x, |t: u64| t.min(x)));
+            }
+        };
+        for &i in &self.busy_access {
+            consider(self.access[i].as_ref().and_then(|l| l.q.front()).map(|x| x.0));
+        }
+        consider(self.cfg.link.as_ref().and_then(|l| l.next_event()));
+        t
+    }
+
+    /// Serves, in model-time order, everything due at or before `now`.
+    fn advance(&mut self, now: u64) {
+        loop {
+            // The earliest due source; ties go to upstream stages first, as in the simulator
+            // where an arrival scheduled earlier runs first.
+            let mut best: Option<(u64, usize)> = None; // (time, source): source = line index, or MAX-1 link, MAX prop
+            for &i in &self.busy_access {
+                if let Some(&(t, _)) = self.access[i].as_ref().and_then(|l| l.q.front()) {
+                    if best.is_none_or(|b| t < b.0) {
+                        best = Some((t, i));
+                    }
+                }
+            }
+            if let Some(t) = self.cfg.link.as_ref().and_then(|l| l.next_event()) {
+                if best.is_none_or(|b| t < b.0) {
+                    best = Some((t, usize::MAX - 1));
+                }
+            }
+            if let Some(&(t, _)) = self.prop.q.front() {
+                if best.is_none_or(|b| t < b.0) {
+                    best = Some((t, usize::MAX));
+                }
+            }
+            let Some((t, source)) = best else { break };
+            if t > now {
+                break;
+            }
+            match source {
+                usize::MAX => {
+                    let (t, p) = self.prop.q.pop_front().expect("head exists");
+                    self.write_out(t, p);
+                }
+                s if s == usize::MAX - 1 => {
+                    let link = self.cfg.link.as_mut().expect("link event");
+                    let mut departures = std::mem::take(&mut self.departures);
+                    // Dequeue exactly at the model time, so each packet's departure is exact.
+                    link.dequeue(t, &mut |mut p: Pkt, _| {
+                        p.deq = t;
+                        departures.push(p);
+                    });
+                    for p in departures.drain(..) {
+                        if self.prop.delay > 0 {
+                            self.prop.q.push_back((t + self.prop.delay, p));
+                        } else {
+                            self.write_out(t, p);
+                        }
+                    }
+                    self.departures = departures;
+                }
+                i => {
+                    let line = self.access[i].as_mut().expect("busy line");
+                    let (t, p) = line.q.pop_front().expect("head exists");
+                    if line.q.is_empty() {
+                        self.busy_access.retain(|&x| x != i);
+                    }
+                    self.after_access(t, p);
+                }
+            }
+        }
+    }
+
+    /// Writes a packet due at model time `due` to the far side's TUN and records its arrival.
+    fn write_out(&mut self, due: u64, p: Pkt) {
+        let io_len = p.io_len as usize;
+        let at = self.clock.now();
+        let slot = self.pool.slot(p.slot);
+        let res = self.output.write(&slot[..io_len]);
+        self.stats.writes += 1;
+        if at < due {
+            self.stats.early_writes += 1;
+        }
+        let late_us = (at.saturating_sub(due) / 1000) as usize;
+        self.stats.lateness_us[late_us.min(LATENESS_BUCKETS - 1)] += 1;
+        match res {
+            Ok(_) => self.finish(p, at, Fate::Delivered),
+            Err(e) => {
+                // The receiving kernel refused the packet: a device drop, recorded as such.
+                self.stats.device_drops += 1;
+                self.stats.last_write_error = Some(format!("writing to {}: {e}", self.output.name));
+                self.finish(p, NEVER, Fate::DropDevice);
+            }
+        }
+    }
+
+    /// Releases the packet's buffer and emits its record (unless it belongs to no flow).
+    fn finish(&mut self, p: Pkt, arrived: u64, fate: Fate) {
+        self.pool.release(p.slot);
+        if p.flow == UNCLASSIFIED {
+            return;
+        }
+        self.records.push(PacketRecord {
+            uid: p.uid,
+            flow: p.flow,
+            kind: self.cfg.kind,
+            size: p.wire as u32,
+            sent: p.sent,
+            arrived,
+            fate,
+            enqueued: p.enq,
+            dequeued: p.deq,
+            retransmission: p.retx,
+        });
+    }
+
+    /// At the end of the run: everything still on the path is in flight.
+    fn flush_in_flight(&mut self) {
+        let mut left: Vec<Pkt> = Vec::new();
+        for l in self.access.iter_mut().flatten() {
+            left.extend(l.q.drain(..).map(|x| x.1));
+        }
+        if let Some(link) = &mut self.cfg.link {
+            left.extend(link.drain().map(|x| x.0));
+        }
+        left.extend(self.prop.q.drain(..).map(|x| x.1));
+        for p in left {
+            self.finish(p, NEVER, Fate::InFlight);
+        }
+    }
+}
+
+/// Forwards on the current thread, for every path given, until `stop` or the end time; then
+/// records what is still inside as in flight. One thread may serve both directions: while it
+/// spins for the next data departure it also picks up ACKs, with no wake-ups at all.
+pub(crate) fn drive(mut paths: Vec<Path<'_>>, th: ThreadConfig, stop: &AtomicBool) -> io::Result<Vec<PathStats>> {
+    sys::set_timer_slack_1ns();
+    if th.pin && sys::cpus_available() >= 2 {
+        // SAFETY: sched_getcpu has no arguments.
+        let cpu = unsafe { libc::sched_getcpu() };
+        if cpu >= 0 {
+            let _ = sys::pin_to_cpu(cpu as usize);
+        }
+    }
+    if let Some(prio) = th.rt_priority {
+        let _ = sys::set_realtime(prio);
+    }
+    let Some(clock) = paths.first().map(|p| p.clock) else { return Ok(Vec::new()) };
+    let mut pfds: Vec<libc::pollfd> =
+        paths.iter().map(|p| libc::pollfd { fd: p.input.raw_fd(), events: libc::POLLIN, revents: 0 }).collect();
+    let mut buf = vec![0u8; READ_BUF];
+    let end = th.end;
+    while !stop.load(Ordering::Relaxed) && clock.now() < end {
+        let mut more = false;
+        for p in paths.iter_mut() {
+            more |= p.read_some(&mut buf, end)?;
+        }
+        let now = clock.now().min(end);
+        for p in paths.iter_mut() {
+            p.advance(now);
+        }
+        if more {
+            continue; // more may be waiting
+        }
+        let now = clock.now();
+        match paths.iter().filter_map(|p| p.next_due()).min() {
+            Some(t) if t <= now + th.spin_ns => {} // spin: poll the TUNs again
+            next => {
+                let until = next.map_or(end, |t| (t - th.spin_ns).min(end));
+                let sleep = until.saturating_sub(now).clamp(1, MAX_SLEEP_NS);
+                sys::wait_any_readable(&mut pfds, sleep)?;
+            }
+        }
+    }
+    Ok(paths.into_iter().map(Path::finish_run).collect())
+}
+
+/// Runs [`drive`] and reports a failure to the main thread.
+pub(crate) fn run_paths(paths: Vec<Path<'_>>, th: ThreadConfig, stop: Stop, tx: mpsc::Sender<Msg>) -> Vec<PathStats> {
+    let names: Vec<&str> = paths.iter().map(|p| p.cfg.name).collect::<Vec<_>>();
+    let n = paths.len();
+    match drive(paths, th, stop.flag()) {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = tx.send(Msg::Failed(format!("the {} path stopped: {e}", names.join("/"))));
+            vec![PathStats::default(); n]
+        }
+    }
+}

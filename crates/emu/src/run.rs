@@ -1,0 +1,567 @@
+//! One emulator run: build the namespaces and devices, start the path threads and the flows'
+//! endpoints on schedule, collect the records, tear everything down.
+//!
+//! Teardown is structural rather than a list of things to remember: every thread lives in one
+//! `std::thread::scope`, every flag that stops them is set by a guard dropped before the scope
+//! joins, every external program is a `Program` killed on drop, and the namespaces and TUN
+//! devices disappear with their descriptors. So an error, a Ctrl-C (seen through `progress`),
+//! a dead child or a panic all leave the same nothing behind as a normal end.
+
+use crate::endpoint::{AppBytes, Stop};
+use crate::netns::DevCounters;
+use crate::path::{run_paths, FlowTable, Path, PathConfig, PathStats, ThreadConfig, Transport};
+use crate::process::Program;
+use crate::records::Msg;
+use crate::scheme::{self, EmuScheme};
+use crate::sys::Clock;
+use crate::topology::{Topology, RECEIVER_IP, SENDER_IP};
+use crate::wrapper::Side;
+use crate::{kernel_tcp, udp};
+use cclab_cc::Rng;
+use cclab_core::metrics::{MetricsAccumulator, MetricsConfig};
+use cclab_core::record::{Fate, PacketKind, PacketLog, RecordSink};
+use cclab_core::scenario::{Scenario, ScenarioErrors, Source};
+use cclab_sim::link::{Bottleneck, Limit, Service, Trace};
+use cclab_sim::{EngineStats, FlowInfo, RunOutput};
+use std::path::PathBuf;
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+
+/// RNG streams, the simulator's numbering (`cclab_sim::engine`), so both engines draw the same
+/// loss and delivery sequences for a seed.
+const STREAM_LOSS: u64 = 1;
+const STREAM_LINK: u64 = 2;
+const STREAM_FLOW: u64 = 1000;
+/// Flow i's server port is `BASE_PORT + i`: below Linux's ephemeral range (32768–60999), so a
+/// client's own port can never be mistaken for another flow's.
+pub const BASE_PORT: u16 = 5000;
+pub const MAX_FLOWS: usize = (32768 - BASE_PORT as usize) - 1;
+/// How often the main thread wakes to start/stop programs, check children and report progress.
+const TICK: Duration = Duration::from_millis(20);
+
+#[derive(Clone, Debug)]
+pub struct EmuOptions {
+    pub log_packets: bool,
+    /// Folder that relative wrapper paths are resolved against (the scenario file's).
+    pub base_dir: PathBuf,
+    /// Pin each path thread to the CPU it starts on, so the scheduler does not move the
+    /// spinning thread around (and other work goes to the other CPUs).
+    pub pin_threads: bool,
+    /// The path threads spin rather than sleep when the next packet is due within this (µs).
+    pub spin_us: u64,
+    /// Real-time (SCHED_FIFO) priority of the path threads; None leaves them ordinary.
+    pub rt_priority: Option<i32>,
+    /// Serve both directions from one thread (it picks up ACKs while it waits for data
+    /// departures) instead of one thread per direction.
+    pub single_thread: bool,
+}
+
+impl Default for EmuOptions {
+    fn default() -> Self {
+        // Measured on a 2-CPU VM (benches/emu_throughput.sh): one pinned thread serving both
+        // directions carries more and is later less often than two threads, which wake each
+        // other's CPU; SCHED_FIFO made it worse (the kernel throttles a spinning RT thread).
+        EmuOptions {
+            log_packets: false,
+            base_dir: PathBuf::from("."),
+            pin_threads: true,
+            spin_us: 50,
+            rt_priority: None,
+            single_thread: true,
+        }
+    }
+}
+
+#[derive(Debug)]
+pub enum EmuError {
+    /// The machine cannot run the emulator (no root, no /dev/net/tun, ...).
+    Environment(String),
+    Scenario(ScenarioErrors),
+    /// Setting up or running failed (a device, a socket, a program that died).
+    Failed(String),
+    /// The progress callback asked to stop (Ctrl-C).
+    Interrupted(String),
+}
+
+impl std::fmt::Display for EmuError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            EmuError::Environment(m) => write!(f, "the emulator cannot run here: {m}"),
+            EmuError::Scenario(e) => write!(f, "{e}"),
+            EmuError::Failed(m) => write!(f, "emulator run failed: {m}"),
+            EmuError::Interrupted(m) => write!(f, "interrupted: {m}"),
+        }
+    }
+}
+impl std::error::Error for EmuError {}
+
+/// One flow's end-of-run figures, from its endpoints.
+#[derive(Clone, Debug, Default)]
+pub struct FlowEnd {
+    /// What the receiving application read (not available for external programs).
+    pub app: AppBytes,
+    /// Datagrams a cclab UDP sender's own kernel refused.
+    pub local_drops: u64,
+    /// TCP_INFO readings of a `kernel:` sender.
+    pub tcp: kernel_tcp::TcpTrace,
+}
+
+/// Emulator-specific counters, next to the engine-neutral `RunOutput`.
+#[derive(Clone, Debug, Default)]
+pub struct EmuStats {
+    pub forward: PathStats,
+    pub reverse: PathStats,
+    /// Kernel counters of the TUN devices: `sender_tun.tx_dropped` are packets the sending
+    /// kernel dropped before the emulator could read them (never seen, so never recorded).
+    pub sender_tun: DevCounters,
+    pub receiver_tun: DevCounters,
+    pub flows: Vec<FlowEnd>,
+    pub setup_secs: f64,
+}
+
+pub struct EmuOutput {
+    pub run: RunOutput,
+    pub emu: EmuStats,
+}
+
+/// Checks that this process can create namespaces and TUN devices, with a message that says
+/// what to do about it.
+pub fn preflight() -> Result<(), String> {
+    const CAP_NET_ADMIN: u32 = 12;
+    const CAP_SYS_ADMIN: u32 = 21;
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let eff = status
+        .lines()
+        .find_map(|l| l.strip_prefix("CapEff:"))
+        .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+        .unwrap_or(0);
+    let missing: Vec<&str> = [(CAP_NET_ADMIN, "CAP_NET_ADMIN"), (CAP_SYS_ADMIN, "CAP_SYS_ADMIN")]
+        .iter()
+        .filter(|(bit, _)| eff & (1 << bit) == 0)
+        .map(|(_, name)| *name)
+        .collect();
+    if !missing.is_empty() {
+        return Err(format!(
+            "it needs {} to create network namespaces and TUN devices; run it as root \
+             (e.g. `sudo cclab run --engine emu ...`). The simulator (`--engine sim`) needs no privileges.",
+            missing.join(" and ")
+        ));
+    }
+    if !std::path::Path::new("/dev/net/tun").exists() {
+        return Err("/dev/net/tun does not exist; load the TUN driver (`modprobe tun`) or, in a container, \
+                    pass the device in (e.g. `--device /dev/net/tun`)"
+            .into());
+    }
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/net/tun")
+        .map_err(|e| format!("cannot open /dev/net/tun: {e}"))?;
+    Ok(())
+}
+
+/// What a flow runs on, resolved.
+struct FlowPlan {
+    id: u32,
+    spec: usize,
+    scheme: EmuScheme,
+    start: u64,
+    stop: u64,
+    port: u16,
+}
+
+impl FlowPlan {
+    fn transport(&self) -> Transport {
+        match self.scheme {
+            EmuScheme::Kernel(_) => Transport::Tcp,
+            EmuScheme::Cclab => Transport::CclabUdp,
+            EmuScheme::Wrapper(_) => Transport::Any,
+        }
+    }
+}
+
+/// Sets the stop flags when dropped: on every way out of the run's scope, before it joins.
+struct StopOnDrop<'a>(&'a [&'a Stop]);
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        for s in self.0 {
+            s.set();
+        }
+    }
+}
+
+/// Records in, metrics out.
+struct Collector {
+    metrics: MetricsAccumulator,
+    log: Option<PacketLog>,
+    stats: EngineStats,
+}
+
+impl Collector {
+    fn take(&mut self, batch: Vec<cclab_core::PacketRecord>) {
+        for r in &batch {
+            self.stats.events += 1;
+            if r.kind == PacketKind::Data {
+                self.stats.data_sent += 1;
+                match r.fate {
+                    Fate::Delivered => self.stats.data_delivered += 1,
+                    Fate::InFlight => self.stats.data_in_flight_end += 1,
+                    _ => self.stats.data_dropped += 1,
+                }
+            }
+            self.metrics.record(r);
+            if let Some(log) = &mut self.log {
+                log.record(r);
+            }
+        }
+    }
+}
+
+/// The external programs of the run, with when to start and stop each.
+struct Programs {
+    running: Vec<(u32, Side, u64, Program)>,
+    /// (start time, flow index): second sides not yet started.
+    pending: Vec<(u64, usize)>,
+}
+
+fn spawn_side(plan: &FlowPlan, side: Side, topo: &Topology) -> Result<Program, String> {
+    let EmuScheme::Wrapper(w) = &plan.scheme else { unreachable!("only wrapper flows have programs") };
+    let listen_ip = match w.run_first {
+        Side::Receiver => RECEIVER_IP,
+        Side::Sender => SENDER_IP,
+    }
+    .to_string();
+    let ns = match side {
+        Side::Sender => &topo.sender_ns,
+        Side::Receiver => &topo.receiver_ns,
+    };
+    let label = format!("flow {} {side} ({})", plan.id, w.file.display());
+    let env = [
+        ("CCLAB_FLOW", plan.id.to_string()),
+        ("CCLAB_PORT", plan.port.to_string()),
+        ("CCLAB_IP", listen_ip.clone()),
+        ("CCLAB_SIDE", side.to_string()),
+    ];
+    Program::spawn(&label, ns, &w.command(side, &listen_ip, plan.port), &env).map_err(|e| e.to_string())
+}
+
+impl Programs {
+    /// Starts and stops programs due at `now`; a program that failed before its stop fails the
+    /// run.
+    fn tick(&mut self, now: u64, plans: &[FlowPlan], topo: &Topology) -> Result<(), String> {
+        let mut i = 0;
+        while i < self.pending.len() {
+            let (t, f) = self.pending[i];
+            if t <= now {
+                let plan = &plans[f];
+                let EmuScheme::Wrapper(w) = &plan.scheme else { unreachable!() };
+                let side = w.run_first.other();
+                self.running.push((plan.id, side, plan.stop, spawn_side(plan, side, topo)?));
+                self.pending.swap_remove(i);
+            } else {
+                i += 1;
+            }
+        }
+        let mut failure = None;
+        self.running.retain_mut(|(_, _, stop, prog)| {
+            if now >= *stop {
+                prog.kill();
+                return false;
+            }
+            match prog.poll() {
+                Ok(Some(st)) if st.success() => false, // finished its work early: fine
+                Ok(Some(st)) => {
+                    failure.get_or_insert_with(|| prog.describe_exit(st));
+                    false
+                }
+                Ok(None) => true,
+                Err(e) => {
+                    failure.get_or_insert_with(|| format!("{}: {e}", prog.label));
+                    true
+                }
+            }
+        });
+        failure.map_or(Ok(()), Err)
+    }
+}
+
+/// Runs a validated scenario in real time. `progress(run_ns)` is called every ~20 ms; an `Err`
+/// from it stops the run (everything is torn down first).
+pub fn run(
+    scenario: &Scenario,
+    opts: &EmuOptions,
+    progress: &mut dyn FnMut(u64) -> Result<(), String>,
+) -> Result<EmuOutput, EmuError> {
+    let wall = Instant::now();
+    preflight().map_err(EmuError::Environment)?;
+    let src = Source { file: "<scenario>", text: "" };
+    let schemes = scheme::resolve(scenario, &src, &opts.base_dir).map_err(EmuError::Scenario)?;
+    let link = &scenario.link;
+    let trace = match &link.trace {
+        Some(p) => Some(Arc::new(Trace::load(p).map_err(EmuError::Failed)?)),
+        None => None,
+    };
+    let service = Service::from_link(link, trace);
+    let rev_delay = scenario.reverse_delay().ns();
+    let base_rtt = link.delay.ns() + rev_delay;
+    let limit = Limit::resolve(link.queue, service.mean_rate(), base_rtt);
+    let seed = scenario.seed;
+    let duration = scenario.duration.ns();
+
+    let instances = scenario.flow_instances();
+    if instances.len() > MAX_FLOWS {
+        return Err(EmuError::Failed(format!("{} flows; the emulator runs at most {MAX_FLOWS}", instances.len())));
+    }
+    let plans: Vec<FlowPlan> = instances
+        .iter()
+        .map(|inst| FlowPlan {
+            id: inst.id,
+            spec: inst.spec,
+            scheme: schemes[inst.spec].clone(),
+            start: inst.start.ns(),
+            stop: inst.stop.ns(),
+            port: BASE_PORT + inst.id as u16,
+        })
+        .collect();
+    let infos: Vec<FlowInfo> = plans
+        .iter()
+        .map(|p| FlowInfo {
+            id: p.id,
+            scheme: scenario.flows[p.spec].scheme.clone(),
+            start: p.start,
+            stop: p.stop,
+            base_rtt: base_rtt + scenario.flows[p.spec].extra_rtt.ns(),
+        })
+        .collect();
+    let table = FlowTable::new(&plans.iter().map(|p| (p.port, p.transport())).collect::<Vec<_>>());
+    let extra = |p: &FlowPlan| scenario.flows[p.spec].extra_rtt.ns();
+
+    let topo =
+        Topology::build().map_err(|e| EmuError::Failed(format!("setting up namespaces and TUN devices: {e}")))?;
+    let (tx, rx) = mpsc::channel::<Msg>();
+    let stop_paths = Stop::default();
+    let stop_flows = Stop::default();
+    let mut collector = Collector {
+        metrics: MetricsAccumulator::new(MetricsConfig {
+            n_flows: plans.len(),
+            bin: scenario.output.bin.ns(),
+            jain_bucket: scenario.output.jain_bucket.ns(),
+            origin: 0,
+        }),
+        log: opts.log_packets.then(PacketLog::default),
+        stats: EngineStats::default(),
+    };
+
+    // Listening sides first, before the clock starts.
+    let failed = |what: &str, e: std::io::Error| EmuError::Failed(format!("{what}: {e}"));
+    let mut listeners = Vec::new();
+    let mut udp_socks = Vec::new();
+    let mut programs = Programs { running: Vec::new(), pending: Vec::new() };
+    let mut setup_wait = Duration::ZERO;
+    for (i, p) in plans.iter().enumerate() {
+        match &p.scheme {
+            EmuScheme::Kernel(_) => listeners
+                .push((i, kernel_tcp::listen(&topo.receiver_ns, p.port).map_err(|e| failed("kernel receiver", e))?)),
+            EmuScheme::Cclab => udp_socks
+                .push((i, topo.receiver_ns.run(|| udp::bind_receiver(p.port)).map_err(|e| failed("UDP receiver", e))?)),
+            EmuScheme::Wrapper(w) => {
+                let prog = spawn_side(p, w.run_first, &topo).map_err(EmuError::Failed)?;
+                programs.running.push((p.id, w.run_first, p.stop, prog));
+                programs.pending.push((p.start, i));
+                setup_wait = setup_wait.max(Duration::from_nanos(w.setup_time.ns()));
+            }
+        }
+    }
+    std::thread::sleep(setup_wait);
+    for (_, side, _, prog) in &mut programs.running {
+        if let Ok(Some(st)) = prog.poll() {
+            return Err(EmuError::Failed(format!(
+                "the {side} that listens first did not stay up: {}",
+                prog.describe_exit(st)
+            )));
+        }
+    }
+    let setup_secs = wall.elapsed().as_secs_f64();
+
+    let mut flow_ends = vec![FlowEnd::default(); plans.len()];
+    let spin_ns = opts.spin_us * 1000;
+    let clock = Clock::start();
+    let outcome: Result<(PathStats, PathStats), EmuError> = std::thread::scope(|s| {
+        let _stop_all = StopOnDrop(&[&stop_paths, &stop_flows]);
+        let forward = Path::new(
+            PathConfig {
+                name: "data",
+                kind: PacketKind::Data,
+                uid_parity: 0,
+                flows: table.clone(),
+                access_delay: plans.iter().map(|p| extra(p) / 2).collect(),
+                unclassified_delay: 0,
+                loss: link.loss,
+                loss_rng: Rng::derive(seed, STREAM_LOSS),
+                link: Some(Bottleneck::new(service.clone(), limit, link.aqm, Rng::derive(seed, STREAM_LINK))),
+                prop_delay: link.delay.ns(),
+            },
+            &topo.sender_tun,
+            &topo.receiver_tun,
+            clock,
+            tx.clone(),
+        );
+        let reverse = Path::new(
+            PathConfig {
+                name: "ACK",
+                kind: PacketKind::Ack,
+                uid_parity: 1,
+                flows: table.clone(),
+                access_delay: plans.iter().map(|p| rev_delay + (extra(p) - extra(p) / 2)).collect(),
+                unclassified_delay: rev_delay,
+                loss: 0.0,
+                loss_rng: Rng::derive(seed, STREAM_LOSS),
+                link: None,
+                prop_delay: 0,
+            },
+            &topo.receiver_tun,
+            &topo.sender_tun,
+            clock,
+            tx.clone(),
+        );
+        let th = ThreadConfig { spin_ns, pin: opts.pin_threads, rt_priority: opts.rt_priority, end: duration };
+        let mut path_threads = Vec::new();
+        let groups = if opts.single_thread { vec![vec![forward, reverse]] } else { vec![vec![forward], vec![reverse]] };
+        for group in groups {
+            let (stop, tx) = (stop_paths.clone(), tx.clone());
+            path_threads.push(s.spawn(move || run_paths(group, th, stop, tx)));
+        }
+
+        // Endpoints. Each thread reports its own failure, so the main loop hears of it at once.
+        let report = |tx: &mpsc::Sender<Msg>, what: String, e: std::io::Error| {
+            let _ = tx.send(Msg::Failed(format!("{what}: {e}")));
+        };
+        let mut receivers = Vec::new();
+        let mut senders = Vec::new();
+        for (i, l) in listeners {
+            let (stop, tx) = (stop_flows.clone(), tx.clone());
+            receivers.push((
+                i,
+                s.spawn(move || {
+                    kernel_tcp::receive(l, clock, &stop).unwrap_or_else(|e| {
+                        report(&tx, format!("flow {i} receiver"), e);
+                        AppBytes::default()
+                    })
+                }),
+            ));
+        }
+        for (i, sock) in udp_socks {
+            let (stop, tx) = (stop_flows.clone(), tx.clone());
+            let spec = &scenario.flows[plans[i].spec];
+            receivers.push((
+                i,
+                s.spawn(move || {
+                    udp::receive(sock, spec, clock, &stop).unwrap_or_else(|e| {
+                        report(&tx, format!("flow {i} receiver"), e);
+                        AppBytes::default()
+                    })
+                }),
+            ));
+        }
+        for (i, p) in plans.iter().enumerate() {
+            let (stop, tx, ns) = (stop_flows.clone(), tx.clone(), &topo.sender_ns);
+            let spec = &scenario.flows[p.spec];
+            let handle = match &p.scheme {
+                EmuScheme::Kernel(cc) => s.spawn(move || {
+                    let r = ns.enter().and_then(|_| kernel_tcp::send(cc, p.port, clock, p.start, p.stop, &stop));
+                    match r {
+                        Ok(tcp) => FlowEnd { tcp, ..Default::default() },
+                        Err(e) => {
+                            report(&tx, format!("flow {i} sender"), e);
+                            FlowEnd::default()
+                        }
+                    }
+                }),
+                EmuScheme::Cclab => s.spawn(move || {
+                    let rng = Rng::derive(seed, STREAM_FLOW + p.id as u64);
+                    let r = ns.enter().and_then(|_| udp::send(spec, p.port, rng, clock, p.start, p.stop, &stop));
+                    match r {
+                        Ok(st) => FlowEnd { local_drops: st.local_drops, ..Default::default() },
+                        Err(e) => {
+                            report(&tx, format!("flow {i} sender"), e);
+                            FlowEnd::default()
+                        }
+                    }
+                }),
+                EmuScheme::Wrapper(_) => continue,
+            };
+            senders.push((i, handle));
+        }
+
+        // The main loop: records in, programs on schedule, progress out.
+        let mut failure: Option<EmuError> = None;
+        loop {
+            let now = clock.now();
+            if now >= duration {
+                break;
+            }
+            if let Err(m) = programs.tick(now, &plans, &topo) {
+                failure = Some(EmuError::Failed(m));
+                break;
+            }
+            if let Err(m) = progress(now) {
+                failure = Some(EmuError::Interrupted(m));
+                break;
+            }
+            let wait = TICK.min(Duration::from_nanos(duration - now));
+            match rx.recv_timeout(wait) {
+                Ok(Msg::Records(batch)) => collector.take(batch),
+                Ok(Msg::Failed(m)) => {
+                    failure = Some(EmuError::Failed(m));
+                    break;
+                }
+                Err(_) => {}
+            }
+        }
+        // The paths stop at `duration` by themselves (or now, on failure); then the endpoints.
+        if failure.is_some() {
+            stop_paths.set();
+        }
+        let mut stats: Vec<PathStats> =
+            path_threads.into_iter().flat_map(|h| h.join().expect("the path threads do not panic")).collect();
+        let rev = stats.pop().expect("two paths");
+        let fwd = stats.pop().expect("two paths");
+        stop_flows.set();
+        programs.running.clear();
+        for (i, h) in senders {
+            flow_ends[i] = h.join().expect("senders do not panic");
+        }
+        for (i, h) in receivers {
+            flow_ends[i].app = h.join().expect("receivers do not panic");
+        }
+        match failure {
+            Some(e) => Err(e),
+            None => Ok((fwd, rev)),
+        }
+    });
+    drop(tx);
+    // Everything the threads flushed on their way out.
+    let mut late_failure = None;
+    for m in rx.try_iter() {
+        match m {
+            Msg::Records(batch) => collector.take(batch),
+            Msg::Failed(m) => {
+                late_failure.get_or_insert(m);
+            }
+        }
+    }
+    let (forward, reverse) = outcome?;
+    if let Some(m) = late_failure {
+        return Err(EmuError::Failed(m));
+    }
+    let (sender_tun, receiver_tun) = topo.counters().unwrap_or_default();
+    drop(topo);
+
+    let Collector { metrics, log, mut stats } = collector;
+    let metrics = metrics.finish(&|t0, t1| service.capacity_bits(t0, t1));
+    stats.wall_secs = wall.elapsed().as_secs_f64();
+    Ok(EmuOutput {
+        run: RunOutput { metrics, packets: log, flows: infos, stats },
+        emu: EmuStats { forward, reverse, sender_tun, receiver_tun, flows: flow_ends, setup_secs },
+    })
+}

@@ -1,0 +1,291 @@
+//! cclab's own controllers on a real path: the simulator's transport (`cclab_transport`, a pure
+//! state machine) driven by real time and real UDP sockets, one thread per endpoint.
+//!
+//! Wire format, after the UDP header (all integers big endian):
+//! - data (24 bytes, then `len` payload bytes): `'D'`, flags (bit 0: retransmission), len u16,
+//!   packet id u48, stream offset u48, send time u64 (run ns). 20 (IP) + 8 (UDP) + 24 = 52
+//!   bytes of headers, exactly the transport's `DATA_HEADER`, so a full packet is 1500 bytes on
+//!   the wire in both engines.
+//! - ACK: `'A'`, range count, 6 bytes padding, in-order stream bytes u64, largest id u64,
+//!   one-way delay u64, then three (start, end) id ranges as u64 pairs.
+//!
+//! Both ends read the same monotonic clock, so the receiver's one-way-delay echo is exact.
+
+use crate::endpoint::{AppBytes, Stop};
+use crate::sys::{cvt, cvt_size, wait_readable, Clock};
+use crate::topology::RECEIVER_IP;
+use cclab_cc::Rng;
+use cclab_core::scenario::{FlowSpec, Pacing, MSS};
+use cclab_transport::{AckFrame, DataPacket, Receiver, ReceiverConfig, Sender, SenderConfig, ACK_RANGES, DATA_HEADER};
+use std::io;
+use std::net::{SocketAddrV4, UdpSocket};
+use std::os::fd::AsRawFd;
+
+const TAG_DATA: u8 = b'D';
+const TAG_ACK: u8 = b'A';
+const UDP_HEADER: usize = 8;
+const IP_UDP: usize = 20 + UDP_HEADER;
+pub const DATA_HDR: usize = DATA_HEADER as usize - IP_UDP;
+const ACK_LEN: usize = 32 + 16 * ACK_RANGES;
+/// Longest wait, so a stop is noticed promptly.
+const POLL_NS: u64 = 20_000_000;
+/// Socket buffers: a cwnd's worth of packets may leave in one burst.
+const SOCKET_BUFFER: libc::c_int = 8 << 20;
+
+const _: () = assert!(DATA_HDR == 24, "the data header must fill the transport's 52 header bytes");
+
+/// Whether a UDP datagram (from its UDP header on) is a cclab retransmission.
+pub fn is_retransmission(udp: &[u8]) -> bool {
+    udp.len() > UDP_HEADER + 1 && udp[UDP_HEADER] == TAG_DATA && udp[UDP_HEADER + 1] & 1 != 0
+}
+
+fn put48(b: &mut [u8], v: u64) {
+    b.copy_from_slice(&v.to_be_bytes()[2..]);
+}
+fn get48(b: &[u8]) -> u64 {
+    let mut x = [0u8; 8];
+    x[2..].copy_from_slice(b);
+    u64::from_be_bytes(x)
+}
+fn get64(b: &[u8]) -> u64 {
+    u64::from_be_bytes(b.try_into().expect("8 bytes"))
+}
+
+/// Writes a data packet's header into `buf` and returns the datagram length.
+pub fn encode_data(d: &DataPacket, buf: &mut [u8]) -> usize {
+    buf[0] = TAG_DATA;
+    buf[1] = u8::from(d.retransmission);
+    buf[2..4].copy_from_slice(&(d.len as u16).to_be_bytes());
+    put48(&mut buf[4..10], d.id);
+    put48(&mut buf[10..16], d.offset);
+    buf[16..24].copy_from_slice(&d.sent.to_be_bytes());
+    DATA_HDR + d.len as usize
+}
+
+pub fn decode_data(b: &[u8]) -> Option<DataPacket> {
+    if b.len() < DATA_HDR || b[0] != TAG_DATA {
+        return None;
+    }
+    let len = u16::from_be_bytes([b[2], b[3]]) as u32;
+    Some(DataPacket {
+        id: get48(&b[4..10]),
+        offset: get48(&b[10..16]),
+        len,
+        sent: get64(&b[16..24]),
+        retransmission: b[1] & 1 != 0,
+    })
+}
+
+pub fn encode_ack(a: &AckFrame, buf: &mut [u8]) -> usize {
+    buf[..ACK_LEN].fill(0);
+    buf[0] = TAG_ACK;
+    buf[1] = a.n_ranges;
+    buf[8..16].copy_from_slice(&a.stream_cum.to_be_bytes());
+    buf[16..24].copy_from_slice(&a.largest.to_be_bytes());
+    buf[24..32].copy_from_slice(&a.one_way_delay.to_be_bytes());
+    for (i, (s, e)) in a.ranges.iter().enumerate() {
+        buf[32 + 16 * i..40 + 16 * i].copy_from_slice(&s.to_be_bytes());
+        buf[40 + 16 * i..48 + 16 * i].copy_from_slice(&e.to_be_bytes());
+    }
+    ACK_LEN
+}
+
+pub fn decode_ack(b: &[u8]) -> Option<AckFrame> {
+    if b.len() < ACK_LEN || b[0] != TAG_ACK || b[1] as usize > ACK_RANGES {
+        return None;
+    }
+    let mut a = AckFrame {
+        n_ranges: b[1],
+        stream_cum: get64(&b[8..16]),
+        largest: get64(&b[16..24]),
+        one_way_delay: get64(&b[24..32]),
+        ..Default::default()
+    };
+    for i in 0..ACK_RANGES {
+        a.ranges[i] = (get64(&b[32 + 16 * i..40 + 16 * i]), get64(&b[40 + 16 * i..48 + 16 * i]));
+    }
+    Some(a)
+}
+
+fn big_buffers(sock: &UdpSocket) -> io::Result<()> {
+    for opt in [libc::SO_SNDBUFFORCE, libc::SO_RCVBUFFORCE] {
+        // SAFETY: an int option of the right size.
+        cvt(unsafe {
+            libc::setsockopt(
+                sock.as_raw_fd(),
+                libc::SOL_SOCKET,
+                opt,
+                (&SOCKET_BUFFER as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        })?;
+    }
+    Ok(())
+}
+
+/// The receiver's socket, bound before the run's clock starts (call inside its namespace).
+pub fn bind_receiver(port: u16) -> io::Result<UdpSocket> {
+    let s = UdpSocket::bind(SocketAddrV4::new(RECEIVER_IP, port))
+        .map_err(|e| io::Error::new(e.kind(), format!("binding UDP port {port}: {e}")))?;
+    big_buffers(&s)?;
+    s.set_nonblocking(true)?;
+    Ok(s)
+}
+
+/// Receives data, acknowledges it (immediately or delayed, as the flow says) until stopped.
+pub fn receive(sock: UdpSocket, spec: &FlowSpec, clock: Clock, stop: &Stop) -> io::Result<AppBytes> {
+    let mut rx = Receiver::new(ReceiverConfig { delayed_ack: spec.delayed_ack, ..Default::default() });
+    let mut got = AppBytes::default();
+    let mut buf = vec![0u8; 65536];
+    let mut out = [0u8; ACK_LEN];
+    let mut peer = None;
+    while !stop.now() {
+        let now = clock.now();
+        let mut progressed = false;
+        loop {
+            match sock.recv_from(&mut buf) {
+                Ok((n, from)) => {
+                    progressed = true;
+                    let now = clock.now();
+                    let Some(d) = decode_data(&buf[..n]) else { continue };
+                    peer = Some(from);
+                    let before = rx.stream_cum();
+                    if let Some(ack) = rx.on_data(now, &d) {
+                        let len = encode_ack(&ack, &mut out);
+                        let _ = sock.send_to(&out[..len], from);
+                    }
+                    if rx.stream_cum() > before {
+                        got.add(now, rx.stream_cum() - before);
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        if rx.next_timeout().is_some_and(|t| t <= now) {
+            if let (Some(ack), Some(to)) = (rx.on_timeout(now), peer) {
+                let len = encode_ack(&ack, &mut out);
+                let _ = sock.send_to(&out[..len], to);
+            }
+        }
+        if !progressed {
+            let wait = rx.next_timeout().map_or(POLL_NS, |t| t.saturating_sub(clock.now()).min(POLL_NS));
+            wait_readable(sock.as_raw_fd(), Some(wait.max(1)))?;
+        }
+    }
+    Ok(got)
+}
+
+/// The transport's sender configuration for a flow, exactly as the simulator builds it.
+pub fn sender_config(spec: &FlowSpec) -> SenderConfig {
+    SenderConfig {
+        mss: MSS,
+        min_rto: spec.min_rto.ns(),
+        pace_windowed: spec.pacing == Pacing::On,
+        never_pace: spec.pacing == Pacing::Off,
+        ..SenderConfig::default()
+    }
+}
+
+/// Counters of a UDP sender.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SendStats {
+    pub packets: u64,
+    /// Datagrams the local kernel refused (socket or device queue full): lost before the
+    /// emulator saw them, and recovered by the transport like any loss.
+    pub local_drops: u64,
+}
+
+/// Runs the transport's sender from `start` to `stop_at` (on a thread inside the sender's
+/// namespace).
+pub fn send(
+    spec: &FlowSpec,
+    port: u16,
+    rng: Rng,
+    clock: Clock,
+    start: u64,
+    stop_at: u64,
+    stop: &Stop,
+) -> io::Result<SendStats> {
+    let cc = cclab_cc::registry::build(spec, MSS).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+    let sock = UdpSocket::bind("0.0.0.0:0")?;
+    big_buffers(&sock)?;
+    sock.connect(SocketAddrV4::new(RECEIVER_IP, port))?;
+    sock.set_nonblocking(true)?;
+    let fd = sock.as_raw_fd();
+    let mut tx = Sender::new(sender_config(spec), cc, rng);
+    let mut stats = SendStats::default();
+    let mut out = vec![0u8; DATA_HDR + MSS as usize];
+    let mut buf = vec![0u8; 2048];
+    if !stop.sleep_until(clock, start) {
+        return Ok(stats);
+    }
+    tx.start(clock.now());
+    while !stop.now() {
+        let now = clock.now();
+        if now >= stop_at {
+            break;
+        }
+        loop {
+            match sock.recv(&mut buf) {
+                Ok(n) => {
+                    if let Some(ack) = decode_ack(&buf[..n]) {
+                        tx.on_ack(clock.now(), &ack);
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                // ICMP errors from an earlier send (e.g. the receiver gone at the very end).
+                Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {}
+                Err(e) => return Err(e),
+            }
+        }
+        let now = clock.now();
+        if tx.next_timeout().is_some_and(|t| t <= now) {
+            tx.on_timeout(now);
+        }
+        while let Some(d) = tx.poll_transmit(clock.now()) {
+            let len = encode_data(&d, &mut out);
+            stats.packets += 1;
+            // SAFETY: out holds len initialised bytes.
+            if cvt_size(unsafe { libc::send(fd, out.as_ptr().cast(), len, 0) }).is_err() {
+                stats.local_drops += 1;
+            }
+        }
+        let now = clock.now();
+        let wait = tx.next_timeout().map_or(POLL_NS, |t| t.saturating_sub(now).min(POLL_NS)).min(stop_at - now);
+        if wait > 0 {
+            wait_readable(fd, Some(wait))?;
+        }
+    }
+    tx.stop();
+    Ok(stats)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn headers_round_trip() {
+        let d = DataPacket { id: 0xab_cdef_0123, offset: 1 << 40, len: 1448, sent: 123_456_789, retransmission: true };
+        let mut b = vec![0u8; 1600];
+        let n = encode_data(&d, &mut b);
+        assert_eq!(n + IP_UDP, 1500, "a full packet is 1500 bytes on the wire");
+        assert_eq!(decode_data(&b[..n]), Some(d));
+        let mut udp = vec![0u8; 8];
+        udp.extend_from_slice(&b[..n]);
+        assert!(is_retransmission(&udp));
+        let a = AckFrame {
+            ranges: [(5, 9), (1, 3), (0, 0)],
+            n_ranges: 2,
+            largest: 8,
+            stream_cum: 4344,
+            one_way_delay: 10_000_000,
+        };
+        let n = encode_ack(&a, &mut b);
+        assert_eq!(decode_ack(&b[..n]), Some(a));
+        assert_eq!(decode_ack(&b[..n - 1]), None);
+    }
+}
