@@ -22,6 +22,8 @@ COMMANDS: list[str] = [
     "cclab.cli.run_command",
     "cclab.cli.validate_command",
     "cclab.cli.schemes_command",
+    "cclab.cli.experiment_command",
+    "cclab.cli.report_command",
 ]
 
 

@@ -1,0 +1,105 @@
+"""Experiment directories: several runs that belong together, written atomically.
+
+An experiment directory holds `experiment.json`, the base `scenario.toml` and its runs as
+ordinary run directories under `runs/` (each one written atomically by `cclab.archive`). The
+whole experiment is first built in a hidden sibling `.<name>.partial-<random>`; `experiment.json`
+(with `"complete": true`) is written last and the directory is then renamed into place, so an
+experiment that is interrupted leaves only a hidden directory that the index never lists.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import re
+import shutil
+import socket
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from cclab._core import __version__
+from cclab.archive import runs_root
+
+EXPERIMENT_FILE = "experiment.json"
+RUNS_SUBDIR = "runs"
+
+
+def safe_name(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "experiment"
+
+
+def new_archive_dir(name: str, suffix: str, when: datetime | None = None) -> Path:
+    """`<runs root>/<timestamp>-<name>-<suffix>`, with a numeric suffix if taken."""
+    stamp = (when or datetime.now()).strftime("%Y%m%d-%H%M%S")
+    base = runs_root() / f"{stamp}-{safe_name(name)}-{suffix}"
+    candidate, n = base, 1
+    while candidate.exists():
+        n += 1
+        candidate = base.with_name(f"{base.name}-{n}")
+    return candidate
+
+
+def environment() -> dict[str, Any]:
+    """Where an experiment ran, for its metadata."""
+    return {
+        "cclab_version": __version__,
+        "host": socket.gethostname(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+    }
+
+
+def _write_json(path: Path, data: dict[str, Any]) -> None:
+    with path.open("w") as f:
+        json.dump(data, f, indent=2, allow_nan=False, default=str)
+        f.write("\n")
+        f.flush()
+        os.fsync(f.fileno())
+
+
+@contextmanager
+def staged_experiment(target: Path) -> Iterator[Path]:
+    """Yields a hidden staging directory to fill; on a clean exit, renames it to `target`
+    (call `finish` inside first). On any exception, including Ctrl-C, removes it."""
+    if target.exists():
+        raise FileExistsError(f"{target} already exists; choose another output directory")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.partial-", dir=target.parent))
+    try:
+        mask = os.umask(0)
+        os.umask(mask)
+        staging.chmod(0o777 & ~mask)
+        (staging / RUNS_SUBDIR).mkdir()
+        yield staging
+        if not is_complete_experiment(staging):
+            raise RuntimeError(f"experiment in {staging} was not finished")
+        staging.rename(target)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+def finish(staging: Path, meta: dict[str, Any]) -> None:
+    """Writes `experiment.json` with `"complete": true`: the last file of an experiment."""
+    _write_json(staging / EXPERIMENT_FILE, {"complete": True, **meta})
+
+
+def read_experiment(directory: Path) -> dict[str, Any] | None:
+    """The experiment's metadata, or None when `directory` is not a complete experiment."""
+    try:
+        meta = json.loads((directory / EXPERIMENT_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(meta, dict) or meta.get("complete") is not True:
+        return None
+    return meta
+
+
+def is_complete_experiment(directory: Path) -> bool:
+    return read_experiment(directory) is not None

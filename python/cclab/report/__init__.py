@@ -1,0 +1,70 @@
+"""Reports: one self-contained HTML page per run or experiment, and the same figures as PNG
+and SVG files for papers.
+
+    >>> import cclab.report
+    >>> cclab.report.write_report("cclab-runs/20260101-120000-pantheon-3flows-x")
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+
+from cclab.report.figures import ReportFigure, all_figures
+from cclab.report.html_page import render
+from cclab.report.loading import NotARunError, Study, load_study
+
+REPORT_FILE = "report.html"
+PNG_DPI = 200
+
+__all__ = ["REPORT_FILE", "NotARunError", "Study", "load_study", "write_report"]
+
+
+def _save_figures(figures: list[ReportFigure], directory: Path) -> list[Path]:
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    for figure in figures:
+        for suffix, options in ((".svg", {"metadata": {"Date": None}}), (".png", {"dpi": PNG_DPI})):
+            path = directory / f"{figure.key}{suffix}"
+            figure.figure.savefig(path, **options)
+            written.append(path)
+    return written
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, staging = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        Path(staging).chmod(0o644)
+        Path(staging).replace(path)
+    except BaseException:
+        Path(staging).unlink(missing_ok=True)
+        raise
+
+
+def write_report(
+    directory: str | Path,
+    *,
+    out: str | Path | None = None,
+    figures_dir: str | Path | None = None,
+) -> Path:
+    """Writes the report of the run or experiment in `directory` to `out` (default:
+    `<directory>/report.html`) and returns its path; with `figures_dir`, also every figure as
+    `<name>.png` and `<name>.svg` there."""
+    study = load_study(directory)
+    figures = all_figures(study)
+    try:
+        page = render(study, figures)
+        if figures_dir is not None:
+            _save_figures(figures, Path(figures_dir))
+    finally:
+        for figure in figures:
+            plt.close(figure.figure)
+    target = Path(out) if out is not None else study.path / REPORT_FILE
+    _write_atomically(target, page)
+    return target

@@ -1,0 +1,300 @@
+"""The report's figures, drawn with matplotlib (Agg). Each comes with the definition of what it
+plots, which the report prints under it: a figure never shows a number without saying what it
+is (DESIGN.md "Metrics")."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter, NullFormatter
+
+from cclab.report.capacity import capacity_of
+from cclab.report.ellipse import one_sigma_ellipse
+from cclab.report.loading import RunData, Study
+from cclab.report.tables import run_table
+
+#: Above this max/min ratio an axis switches to a log scale.
+WIDE_RANGE = 4.0
+PANEL_HEIGHT_IN = 2.6
+WIDTH_IN = 9.0
+COLOURS = plt.get_cmap("tab10").colors
+
+
+@dataclass
+class ReportFigure:
+    key: str
+    title: str
+    #: What is plotted, in words, with the metric definitions.
+    definition: str
+    figure: Figure
+
+
+def scheme_colour(study: Study) -> Callable[[str], tuple[float, ...]]:
+    index = {scheme: i for i, scheme in enumerate(study.schemes)}
+    return lambda scheme: COLOURS[index.get(scheme, len(index)) % len(COLOURS)]
+
+
+def representative(study: Study, scheme: str) -> RunData | None:
+    """The run a scheme's time-series panels show: its first repetition."""
+    runs = sorted(study.runs_of(scheme), key=lambda r: (r.repetition or 0, r.name))
+    return runs[0] if runs else None
+
+
+def _plain_number(value: float, _position: object = None) -> str:
+    return f"{value:g}"
+
+
+def _use_log(axis_values: np.ndarray) -> bool:
+    values = axis_values[np.isfinite(axis_values) & (axis_values > 0)]
+    return len(values) > 1 and values.max() / values.min() >= WIDE_RANGE
+
+
+def _log_axis(ax: Axes, which: str) -> None:
+    axis = ax.xaxis if which == "x" else ax.yaxis
+    (ax.set_xscale if which == "x" else ax.set_yscale)("log")
+    axis.set_major_formatter(FuncFormatter(_plain_number))
+    axis.set_minor_formatter(NullFormatter())
+
+
+def throughput_delay(study: Study) -> ReportFigure:
+    runs = run_table(study)
+    colour = scheme_colour(study)
+    fig, ax = plt.subplots(figsize=(WIDTH_IN, 5.2))
+    delays = runs["delay_p95_ms"].to_numpy(dtype=float) if len(runs) else np.array([])
+    tputs = runs["throughput_mbps"].to_numpy(dtype=float) if len(runs) else np.array([])
+    for scheme in study.schemes:
+        of_scheme = runs[runs["scheme"] == scheme] if len(runs) else runs
+        if of_scheme.empty:
+            continue
+        c = colour(scheme)
+        x = of_scheme["delay_p95_ms"].to_numpy(dtype=float)
+        y = of_scheme["throughput_mbps"].to_numpy(dtype=float)
+        ax.scatter(x, y, s=22, color=c, alpha=0.55, linewidths=0)
+        ellipse = one_sigma_ellipse(x, y)
+        if ellipse is not None:
+            ax.plot(ellipse.delay, ellipse.throughput, color=c, linewidth=1.4)
+            cx, cy = ellipse.centre_delay, ellipse.centre_throughput
+            delays = np.concatenate([delays, ellipse.delay])
+            tputs = np.concatenate([tputs, ellipse.throughput])
+        else:
+            cx, cy = float(np.nanmean(x)), float(np.nanmean(y))
+        ax.scatter([cx], [cy], s=90, color=c, edgecolors="black", linewidths=0.8, zorder=3)
+        ax.annotate(
+            f"{scheme} ({len(of_scheme)})",
+            (cx, cy),
+            xytext=(7, 7),
+            textcoords="offset points",
+            fontsize=10,
+            fontweight="bold",
+            color=c,
+        )
+    if _use_log(delays):
+        _log_axis(ax, "x")
+    if _use_log(tputs):
+        _log_axis(ax, "y")
+    ax.invert_xaxis()
+    ax.set_xlabel("95th-percentile one-way delay (ms)  ← worse · better →")
+    ax.set_ylabel("average throughput (Mbit/s)")
+    ax.grid(True, which="major", alpha=0.35)
+    ax.set_title("throughput and delay, one dot per run")
+    fig.tight_layout()
+    definition = (
+        "One small dot per run: y = the run's total average throughput (bits delivered by all "
+        "flows / (last delivery - first delivery of any flow)), x = the 95th percentile "
+        "(nearest rank) of the one-way delays of every delivered data packet of the run, "
+        "pooled over its flows. The delay axis is reversed, so better is up and to the right; "
+        f"an axis is logarithmic when its values span a factor of {WIDE_RANGE:g} or more. "
+        "Large dots: each scheme's centre, the mean of the runs in log space (geometric mean "
+        "of throughput and of delay); outlines: the 1-\N{GREEK SMALL LETTER SIGMA} ellipse of "
+        "the runs in "
+        "(log delay, log throughput), from the eigenvectors and square-rooted eigenvalues of "
+        "their sample covariance, as in the Pantheon's calibrated-emulator comparison. The "
+        "number after a scheme's name is its count of runs."
+    )
+    return ReportFigure("throughput-delay", "Throughput and delay", definition, fig)
+
+
+def _panels(study: Study) -> tuple[Figure, list[tuple[str, RunData, Axes]]]:
+    shown = [(s, r) for s in study.schemes if (r := representative(study, s)) is not None]
+    fig, axes = plt.subplots(
+        max(len(shown), 1),
+        1,
+        figsize=(WIDTH_IN, PANEL_HEIGHT_IN * max(len(shown), 1) + 0.6),
+        sharex=True,
+        squeeze=False,
+    )
+    panels = [(scheme, run, axes[i][0]) for i, (scheme, run) in enumerate(shown)]
+    if not panels:
+        axes[0][0].text(0.5, 0.5, "no complete run", ha="center", transform=axes[0][0].transAxes)
+    return fig, panels
+
+
+def _panel_title(ax: Axes, scheme: str, run: RunData) -> None:
+    seed = f", seed {run.seed}" if run.seed is not None else ""
+    ax.set_title(f"{scheme} — {run.name}{seed}", fontsize=10, loc="left")
+
+
+def _bin_width_s(run: RunData) -> float:
+    t = np.unique(run.timeseries["t_s"].to_numpy())
+    return float(np.min(np.diff(t))) if len(t) > 1 else 0.5
+
+
+def throughput_over_time(study: Study) -> ReportFigure:
+    fig, panels = _panels(study)
+    for scheme, run, ax in panels:
+        capacity = capacity_of(run)
+        width = _bin_width_s(run)
+        if capacity is not None:
+            edges = np.append(capacity.t_s, capacity.t_s[-1] + width)
+            ax.stairs(
+                capacity.mbps, edges, fill=True, color="linen", ec="tan", label=capacity.label
+            )
+        for i, (flow, rows) in enumerate(run.timeseries.groupby("flow", sort=True)):
+            c = COLOURS[i % len(COLOURS)]
+            edges = np.append(rows["t_s"].to_numpy(), rows["t_s"].to_numpy()[-1] + width)
+            ax.stairs(rows["sending_mbps"].to_numpy(), edges, color=c, linestyle="--", lw=0.8)
+            mean = run.summary.loc[run.summary["flow"] == flow, "throughput_mbps"]
+            label = f"flow {flow} ({float(mean.iloc[0]):.2f} Mbit/s)" if len(mean) else None
+            ax.stairs(rows["throughput_mbps"].to_numpy(), edges, color=c, lw=1.4, label=label)
+        ax.set_ylabel("Mbit/s")
+        ax.set_ylim(bottom=0)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8, loc="upper right", ncols=2)
+        _panel_title(ax, scheme, run)
+    if panels:
+        panels[-1][2].set_xlabel("time (s)")
+    fig.tight_layout()
+    definition = (
+        "Per flow, solid: delivered (egress) throughput = bits of the flow's data packets that "
+        "arrived in each time bin / bin width; dashed: sending (ingress) rate = bits the flow "
+        "sent in the bin / bin width. Bins (500 ms unless the scenario says otherwise) start at "
+        "the run's first event. The legend gives each flow's average throughput = delivered "
+        "bits / (last - first delivery of the flow). Shaded: the link's capacity per bin "
+        "(constant rate, trace delivery opportunities, or the opportunities logged in an "
+        "imported log). One panel per scheme, showing its first run."
+    )
+    return ReportFigure("throughput-time", "Throughput over time", definition, fig)
+
+
+def delay_over_time(study: Study) -> ReportFigure:
+    fig, panels = _panels(study)
+    for scheme, run, ax in panels:
+        width = _bin_width_s(run)
+        for i, (flow, rows) in enumerate(run.timeseries.groupby("flow", sort=True)):
+            c = COLOURS[i % len(COLOURS)]
+            t = rows["t_s"].to_numpy() + width / 2
+            p95 = run.summary.loc[run.summary["flow"] == flow, "delay_p95_ms"]
+            label = f"flow {flow} (p95 {float(p95.iloc[0]):.1f} ms)" if len(p95) else None
+            ax.plot(t, rows["delay_mean_ms"].to_numpy(), color=c, lw=1.4, label=label)
+            ax.plot(t, rows["delay_max_ms"].to_numpy(), color=c, lw=0.7, alpha=0.6, ls=":")
+        ax.set_ylabel("one-way delay (ms)")
+        ax.set_ylim(bottom=0)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8, loc="upper right", ncols=2)
+        _panel_title(ax, scheme, run)
+    if panels:
+        panels[-1][2].set_xlabel("time (s)")
+    fig.tight_layout()
+    definition = (
+        "One-way delay of a delivered data packet = arrival time - send time (for imported "
+        "Pantheon and mahimahi logs, the DELAY the log records). Per flow and time bin (by "
+        "arrival): solid, the mean over the packets delivered in the bin; dotted, the maximum. "
+        "Bins without deliveries are gaps. The legend gives each flow's 95th-percentile delay "
+        "(nearest rank over all its delivered packets). One panel per scheme, its first run."
+    )
+    return ReportFigure("delay-time", "One-way delay over time", definition, fig)
+
+
+def jain_over_time(study: Study) -> ReportFigure:
+    fig, panels = _panels(study)
+    for scheme, run, ax in panels:
+        jain = run.jain
+        t = jain["t_ns"].to_numpy() / 1e9 if len(jain) else np.array([])
+        counted = jain["counted"].to_numpy(dtype=bool) if len(jain) else np.array([], bool)
+        values = jain["jain"].to_numpy(dtype=float) if len(jain) else np.array([])
+        ax.plot(t, np.where(counted, values, np.nan), color=COLOURS[0], lw=1.1, label="counted")
+        ax.scatter(t[~counted], values[~counted], s=10, color="grey", marker="x", label="skipped")
+        if len(jain):
+            ax2 = ax.twinx()
+            ax2.step(t, jain["active_flows"], where="post", color="tab:orange", lw=0.8, alpha=0.6)
+            ax2.set_ylabel("active flows", color="tab:orange", fontsize=8)
+            ax2.set_ylim(bottom=0)
+        ax.set_ylim(0, 1.05)
+        ax.set_ylabel("Jain's index")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8, loc="lower right")
+        _panel_title(ax, scheme, run)
+    if panels:
+        panels[-1][2].set_xlabel("time (s)")
+    fig.tight_layout()
+    definition = (
+        "Jain's fairness index per bucket (100 ms unless the scenario says otherwise) = "
+        "(Σ xᵢ)² / (n · Σ xᵢ²), where xᵢ is the bytes flow i delivered in the bucket and n the "
+        "number of flows that delivered any (the active flows, orange, right axis). As in the "
+        "Copa authors' script, a bucket whose active-flow count differs from the previous "
+        "bucket's is skipped (grey x): a flow arriving or leaving mid-bucket makes it "
+        "meaningless. One panel per scheme, its first run."
+    )
+    return ReportFigure("jain-time", "Jain's fairness index over time", definition, fig)
+
+
+def jain_cdf(study: Study) -> ReportFigure:
+    colour = scheme_colour(study)
+    fig, ax = plt.subplots(figsize=(WIDTH_IN, 4.0))
+    drawn = False
+    for scheme in study.schemes:
+        values = [
+            r.jain.loc[r.jain["counted"].astype(bool), "jain"].to_numpy(dtype=float)
+            for r in study.runs_of(scheme)
+            if len(r.jain)
+        ]
+        pooled = np.sort(np.concatenate(values)) if values else np.array([])
+        pooled = pooled[np.isfinite(pooled)]
+        if len(pooled) == 0:
+            continue
+        cdf = np.arange(1, len(pooled) + 1) / len(pooled)
+        median = float(np.median(pooled))
+        ax.step(
+            np.concatenate([[0.0], pooled]),
+            np.concatenate([[0.0], cdf]),
+            where="post",
+            color=colour(scheme),
+            lw=1.5,
+            label=f"{scheme} (median {median:.3f}, {len(pooled)} buckets)",
+        )
+        drawn = True
+    ax.set_xlim(0, 1.02)
+    ax.set_ylim(0, 1.02)
+    ax.set_xlabel("Jain's index")
+    ax.set_ylabel("fraction of buckets ≤ x")
+    ax.grid(True, alpha=0.3)
+    if drawn:
+        ax.legend(fontsize=9, loc="upper left")
+    else:
+        ax.text(0.5, 0.5, "no counted bucket", ha="center", transform=ax.transAxes)
+    fig.tight_layout()
+    definition = (
+        "Empirical CDF of Jain's index over the counted buckets (see the previous figure) of "
+        "every run of a scheme, pooled; the legend gives the median and the number of buckets. "
+        "A single-flow run has index 1 in every bucket."
+    )
+    return ReportFigure("jain-cdf", "Distribution of Jain's index", definition, fig)
+
+
+def all_figures(study: Study) -> list[ReportFigure]:
+    return [
+        throughput_delay(study),
+        throughput_over_time(study),
+        delay_over_time(study),
+        jain_over_time(study),
+        jain_cdf(study),
+    ]
