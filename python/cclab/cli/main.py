@@ -24,6 +24,7 @@ COMMANDS: list[str] = [
     "cclab.cli.schemes_command",
     "cclab.cli.experiment_command",
     "cclab.cli.report_command",
+    "cclab.cli.runs_command",
 ]
 
 

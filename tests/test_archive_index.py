@@ -1,0 +1,138 @@
+"""The archive's DuckDB index: listing, filters, SQL, rebuilding, and never listing an
+incomplete run."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import cclab
+from cclab.archive_index import INDEX_FILE, IndexQueryError, experiments, runs
+from cclab.experiment import run_experiment
+
+SCENARIO = {
+    "name": "idx",
+    "duration": "1s",
+    "link": {"rate": "12Mbps", "delay": "5ms", "queue": "1bdp"},
+    "flows": [{"scheme": "cubic"}],
+}
+
+
+@pytest.fixture
+def archive(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An archive with three top-level runs (cubic at 12 and 46 Mbit/s, newreno at 46)."""
+    root = tmp_path / "archive"
+    monkeypatch.setenv("CCLAB_RUNS", str(root))
+    cclab.run(SCENARIO, seed=1, out=root / "cubic-12")
+    cclab.run(SCENARIO, seed=2, link__rate="46Mbps", out=root / "cubic-46")
+    newreno = [{"scheme": "newreno"}]
+    cclab.run(SCENARIO, seed=3, link__rate="46Mbps", flows=newreno, out=root / "newreno-46")
+    return root
+
+
+def test_lists_filters_and_queries(archive):
+    listed = runs()
+    assert set(listed["run_id"]) == {"cubic-12", "cubic-46", "newreno-46"}
+    row = listed.set_index("run_id").loc["cubic-46"]
+    assert row["rate_mbps"] == 46.0
+    assert row["delay_ms"] == 5.0
+    assert row["scheme"] == "cubic"
+    assert row["engine"] == "sim"
+    assert row["seed"] == 2
+    assert row["throughput_mbps"] > 0
+    assert bool(row["complete"]) is True
+
+    assert set(runs(scheme="cubic")["run_id"]) == {"cubic-12", "cubic-46"}
+    assert set(runs(where="rate_mbps=46")["run_id"]) == {"cubic-46", "newreno-46"}
+    assert set(runs(scheme="cubic", where="rate_mbps = 46")["run_id"]) == {"cubic-46"}
+    counts = runs(sql="SELECT scheme, count(*) AS n FROM runs GROUP BY scheme ORDER BY scheme")
+    assert counts.to_dict("records") == [{"scheme": "cubic", "n": 2}, {"scheme": "newreno", "n": 1}]
+    flows = runs(sql="SELECT run_id, flow, scheme FROM flows ORDER BY run_id")
+    assert flows["flow"].tolist() == [0, 0, 0]
+    with pytest.raises(IndexQueryError, match="rate_mbs"):
+        runs(where="rate_mbs = 46")
+    assert (archive / INDEX_FILE).exists()
+
+
+def test_incomplete_runs_never_appear(archive):
+    # A run killed before meta.json was written, one whose meta.json does not say complete,
+    # and a staging directory: none is a run.
+    shutil.copytree(archive / "cubic-12", archive / "no-meta")
+    (archive / "no-meta" / "meta.json").unlink()
+    shutil.copytree(archive / "cubic-12", archive / "not-complete")
+    meta_path = archive / "not-complete" / "meta.json"
+    meta = json.loads(meta_path.read_text())
+    meta["complete"] = False
+    meta_path.write_text(json.dumps(meta))
+    shutil.copytree(archive / "cubic-12", archive / ".cubic-99.partial-abc")
+    assert set(runs()["run_id"]) == {"cubic-12", "cubic-46", "newreno-46"}
+    assert set(runs(rebuild=True)["run_id"]) == {"cubic-12", "cubic-46", "newreno-46"}
+
+    # Once its meta.json says complete, it is listed; once removed, it goes.
+    meta["complete"] = True
+    meta_path.write_text(json.dumps(meta))
+    assert "not-complete" in set(runs()["run_id"])
+    shutil.rmtree(archive / "not-complete")
+    assert "not-complete" not in set(runs()["run_id"])
+
+
+def test_rebuild_from_the_directories(archive):
+    before = runs().sort_values("run_id").reset_index(drop=True)
+    (archive / INDEX_FILE).unlink()
+    rebuilt = runs().sort_values("run_id").reset_index(drop=True)
+    pd.testing.assert_frame_equal(before, rebuilt)
+    # A corrupt index file is replaced, not trusted.
+    (archive / INDEX_FILE).write_bytes(b"not a database")
+    assert len(runs()) == 3
+    assert (archive / INDEX_FILE).read_bytes()[:16] != b"not a database"[:16]
+    assert len(runs(rebuild=True)) == 3
+
+
+def test_experiment_runs_are_indexed_with_their_experiment(archive, write_scenario):
+    scenario = write_scenario(
+        """
+        name = "exp"
+        duration = "1s"
+        [link]
+        rate = "24Mbps"
+        delay = "5ms"
+        queue = "1bdp"
+        [[flows]]
+        scheme = "cubic"
+        """
+    )
+    out = run_experiment(scenario, ["cubic", "newreno"], runs=2, jobs=1, out=archive / "e1")
+    rows = runs(where="experiment = 'e1'")
+    assert len(rows) == 4
+    assert set(rows["run_id"]) == {
+        f"e1/runs/{s}-r{k}" for s in ("cubic", "newreno") for k in (1, 2)
+    }
+    assert set(rows["repetition"]) == {1, 2}
+    assert set(rows["rate_mbps"]) == {24.0}
+    listed = experiments()
+    assert listed["experiment"].tolist() == ["e1"]
+    assert listed.iloc[0]["runs"] == 4
+    assert list(listed.iloc[0]["schemes"]) == ["cubic", "newreno"]
+    assert out == archive / "e1"
+
+
+def test_cli(archive, cli):
+    code, stdout, stderr = cli("runs", "--scheme", "newreno", "--csv")
+    assert code == 0, stderr
+    frame = pd.read_csv(io.StringIO(stdout))
+    assert frame["run_id"].tolist() == ["newreno-46"]
+    code, stdout, _ = cli("runs", "--where", "rate_mbps=46")
+    assert code == 0
+    assert "2 runs" in stdout and "cubic-46" in stdout and "cubic-12" not in stdout
+    code, stdout, _ = cli("runs", "--sql", "SELECT count(*) AS n FROM runs", "--csv")
+    assert stdout.split() == ["n", "3"]
+    code, stdout, _ = cli("runs", "--rebuild")
+    assert code == 0 and "3 runs" in stdout
+    code, _, stderr = cli("runs", "--where", "nonsense >")
+    assert code == 2
+    assert "query failed" in stderr
