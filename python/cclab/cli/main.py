@@ -25,6 +25,7 @@ COMMANDS: list[str] = [
     "cclab.cli.experiment_command",
     "cclab.cli.report_command",
     "cclab.cli.runs_command",
+    "cclab.cli.import_command",
 ]
 
 
