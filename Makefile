@@ -14,12 +14,13 @@ INSTALLED := $(VENV)/.cclab-installed
 RUST_INPUTS := Cargo.toml Cargo.lock $(shell find crates -name '*.rs' -o -name Cargo.toml)
 PY_DIRS := python tests
 DEMO_SCENARIO := scenarios/pantheon-3flows.toml
+DEMO_SCHEMES := cubic,newreno,bbr,copa,vegas
 
 .PHONY: help install demo test bench
 
 help:
 	@echo "make install  system packages (if missing), .venv, the cclab package and its Rust core"
-	@echo "make demo     install, then run $(DEMO_SCENARIO) and print its summary"
+	@echo "make demo     install, then an experiment ($(DEMO_SCHEMES) on $(DEMO_SCENARIO)) and its report"
 	@echo "make test     install, then rustfmt, clippy, cargo test, ruff and pytest (what CI runs)"
 	@echo "make bench    run the performance benchmarks in benches/"
 
@@ -34,8 +35,11 @@ $(INSTALLED): $(RUST_INPUTS) pyproject.toml scripts/check-system.sh
 	VIRTUAL_ENV=$(abspath $(VENV)) $(BIN)/maturin develop --release --extras dev
 	@touch $@
 
+# Every scheme three times over the Pantheon's 3-flow test, then the HTML report of it.
 demo: install
-	$(BIN)/cclab run $(DEMO_SCENARIO)
+	@dir="$${CCLAB_RUNS:-cclab-runs}/$$(date +%Y%m%d-%H%M%S)-demo"; \
+	$(BIN)/cclab experiment $(DEMO_SCENARIO) --schemes $(DEMO_SCHEMES) --runs 3 --out "$$dir" && \
+	$(BIN)/cclab report "$$dir"
 
 test: install
 	cargo fmt --all --check

@@ -4,7 +4,8 @@
 # Fast when everything is there: it only installs packages that are missing.
 set -euo pipefail
 
-APT_PACKAGES=(build-essential pkg-config python3-dev python3-venv)
+# chromium: the headless browser the report test renders reports in.
+APT_PACKAGES=(build-essential pkg-config python3-dev python3-venv chromium)
 MIN_PYTHON="3.11"
 MIN_RUST="1.85"
 

@@ -5,11 +5,19 @@
     >>> result.summary
 
 See `cclab.run`, `cclab.validate` and `cclab.RunResult`; the `cclab` command wraps the same.
+Experiments, reports and the archive: `cclab.run_experiment`, `cclab.write_report`,
+`cclab.runs` / `cclab.experiments` (the archive's index as DataFrames), `cclab.import_pantheon`,
+`cclab.import_mahimahi` and `cclab.analyze_packets` (the metrics of any packet log).
 """
 
 from cclab._core import __version__
+from cclab.analysis import analyze_packets
 from cclab.api import run, validate
+from cclab.archive_index import experiments, runs
 from cclab.errors import ScenarioError, SimulationError
+from cclab.experiment import run_experiment
+from cclab.importers import import_mahimahi, import_pantheon
+from cclab.report import write_report
 from cclab.result import NEVER, RunResult
 
 __all__ = [
@@ -18,6 +26,13 @@ __all__ = [
     "ScenarioError",
     "SimulationError",
     "__version__",
+    "analyze_packets",
+    "experiments",
+    "import_mahimahi",
+    "import_pantheon",
     "run",
+    "run_experiment",
+    "runs",
     "validate",
+    "write_report",
 ]

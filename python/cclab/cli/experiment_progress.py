@@ -62,7 +62,7 @@ class ExperimentProgress:
             self._progress.console.print(
                 f"[green]done[/]   {label}: {outcome.throughput_mbps:.2f} Mbit/s, "
                 f"p95 delay {outcome.delay_p95_ms:.1f} ms, loss {100 * (outcome.loss or 0):.2f} %"
-                f" [dim]({outcome.wall_secs:.1f} s)[/]",
+                f" [dim]({outcome.wall_secs:.2f} s)[/]",
                 highlight=False,
             )
         else:

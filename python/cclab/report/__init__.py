@@ -10,12 +10,12 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import matplotlib.pyplot as plt
-
-from cclab.report.figures import ReportFigure, all_figures
-from cclab.report.html_page import render
 from cclab.report.loading import NotARunError, Study, load_study
+
+if TYPE_CHECKING:
+    from cclab.report.figures import ReportFigure
 
 REPORT_FILE = "report.html"
 PNG_DPI = 200
@@ -56,6 +56,13 @@ def write_report(
     """Writes the report of the run or experiment in `directory` to `out` (default:
     `<directory>/report.html`) and returns its path; with `figures_dir`, also every figure as
     `<name>.png` and `<name>.svg` there."""
+    # matplotlib is imported here, not with the package: every `cclab` command imports the
+    # package's loading helpers, and only a report needs the plotting machinery.
+    import matplotlib.pyplot as plt
+
+    from cclab.report.figures import all_figures
+    from cclab.report.html_page import render
+
     study = load_study(directory)
     figures = all_figures(study)
     try:
