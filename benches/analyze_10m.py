@@ -15,9 +15,13 @@ DataFrames it returns) — the same call the log importers make.
 from __future__ import annotations
 
 import argparse
+import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from cclab.analysis import FATE_DELIVERED, FATE_DROP_QUEUE, FATE_IN_FLIGHT, NEVER, analyze_packets
 
@@ -53,6 +57,21 @@ def synthetic_log(packets: int, flows: int, seed: int = 1) -> dict[str, np.ndarr
     }
 
 
+def _time_from_parquet(log: dict[str, np.ndarray], repeat: int) -> float:
+    """Best time to read the log's columns from a zstd Parquet file and analyse them."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "packets.parquet"
+        pq.write_table(pa.table(log), path, compression="zstd")
+        times = []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            table = pq.read_table(path)
+            columns = {name: table.column(name).to_numpy() for name in log}
+            analyze_packets(**columns, capacity_mbps=1000.0)
+            times.append(time.perf_counter() - t0)
+    return min(times)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--packets", type=int, default=10_000_000)
@@ -73,6 +92,7 @@ def main() -> int:
         result = analyze_packets(**log, capacity_mbps=1000.0)
         times.append(time.perf_counter() - t0)
     best = min(times)
+    from_parquet = _time_from_parquet(log, args.repeat)
     total = result.summary.iloc[-1]
     print(
         f"total: {total.throughput_mbps:.1f} Mbit/s, p95 one-way delay {total.delay_p95_ms:.3f} ms,"
@@ -85,7 +105,8 @@ def main() -> int:
         f"({args.packets / best / 1e6:.1f} M packets/s); all: "
         + ", ".join(f"{t:.3f}" for t in times)
     )
-    within = best < BUDGET_S
+    print(f"read from packets.parquet and analysed: best {from_parquet:.3f} s")
+    within = max(best, from_parquet) < BUDGET_S
     print(f"budget {BUDGET_S:.0f} s: {'met' if within else 'MISSED'}")
     return 0 if within else 1
 
