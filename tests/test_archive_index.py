@@ -114,6 +114,7 @@ def test_experiment_runs_are_indexed_with_their_experiment(archive, write_scenar
     }
     assert set(rows["repetition"]) == {1, 2}
     assert set(rows["rate_mbps"]) == {24.0}
+    assert set(rows["status"]) == {"ok"}
     listed = experiments()
     assert listed["experiment"].tolist() == ["e1"]
     assert listed.iloc[0]["runs"] == 4

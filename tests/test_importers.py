@@ -17,6 +17,7 @@ import pandas as pd
 import pytest
 
 from cclab.analysis import FATE_DELIVERED, analyze_packets
+from cclab.archive_index import runs
 from cclab.importers import LogFormatError, import_mahimahi, import_pantheon
 
 # Two flows (Pantheon flow ids 1 and 2 → cclab flows 0 and 1) and a delivery opportunity of
@@ -218,6 +219,11 @@ def test_short_pantheon_runs_are_invalid_as_in_plot_py(pantheon_dir, tmp_path):
     assert {r["status"] for r in experiment["runs"]} == {"invalid"}
     assert "0.8" in experiment["runs"][0]["error"]
     assert experiment["pantheon_metadata"]["runtime"] == 30
+    # The index lists them, marked, under the engine that made them.
+    indexed = runs(root=tmp_path)
+    assert set(indexed["status"]) == {"invalid"}
+    assert set(indexed["engine"]) == {"import:pantheon"}
+    assert set(indexed["scheme"]) == {"vegas", "cubic"}
 
 
 def test_single_flow_pantheon_log_without_flow_ids(tmp_path):

@@ -14,7 +14,9 @@ Tables (`cclab runs --sql` sees them all):
 - `runs`: one row per complete run, with its scheme(s), seed, engine, the link it ran on
   (`rate_mbps`, `delay_ms`, `queue`, `aqm`, `link_loss`, `trace`), its duration, and its whole-run
   figures (`throughput_mbps`, `delay_p95_ms`, `queueing_p95_ms`, `loss`, `utilisation`,
-  `jain_median`, `capacity_mbps`); `experiment` names the experiment it belongs to, if any;
+  `jain_median`, `capacity_mbps`); `experiment` names the experiment it belongs to, if any, and
+  `status` is what the experiment recorded ("ok", or "invalid" for an imported Pantheon run that
+  the Pantheon's own analysis would discard);
 - `flows`: one row per flow of each run (its summary row);
 - `experiments`: one row per complete experiment.
 """
@@ -38,7 +40,7 @@ from cclab.scenario_values import duration_ms, rate_mbps
 
 INDEX_FILE = "index.duckdb"
 #: Bumped whenever the tables change shape; an index of another version is rebuilt.
-INDEX_VERSION = 1
+INDEX_VERSION = 2
 
 #: (column, DuckDB type) of each table.
 RUN_SCHEMA = [
@@ -49,6 +51,7 @@ RUN_SCHEMA = [
     ("scheme", "VARCHAR"),
     ("schemes", "VARCHAR[]"),
     ("repetition", "INTEGER"),
+    ("status", "VARCHAR"),
     ("seed", "BIGINT"),
     ("engine", "VARCHAR"),
     ("started_at", "TIMESTAMPTZ"),
@@ -235,6 +238,7 @@ def _run_rows(
                 "scheme": planned.get("scheme") or "+".join(schemes),
                 "schemes": schemes,
                 "repetition": planned.get("repetition"),
+                "status": planned.get("status", "ok"),
                 "seed": meta.get("seed"),
                 "engine": meta.get("engine"),
                 "started_at": meta.get("started_at"),
