@@ -68,7 +68,7 @@ def _log_axis(ax: Axes, which: str) -> None:
 def throughput_delay(study: Study) -> ReportFigure:
     runs = run_table(study)
     colour = scheme_colour(study)
-    fig, ax = plt.subplots(figsize=(WIDTH_IN, 5.2))
+    fig, ax = plt.subplots(figsize=(WIDTH_IN, 5.2), layout="constrained")
     delays = runs["delay_p95_ms"].to_numpy(dtype=float) if len(runs) else np.array([])
     tputs = runs["throughput_mbps"].to_numpy(dtype=float) if len(runs) else np.array([])
     for scheme in study.schemes:
@@ -106,7 +106,6 @@ def throughput_delay(study: Study) -> ReportFigure:
     ax.set_ylabel("average throughput (Mbit/s)")
     ax.grid(True, which="major", alpha=0.35)
     ax.set_title("throughput and delay, one dot per run")
-    fig.tight_layout()
     definition = (
         "One small dot per run: y = the run's total average throughput (bits delivered by all "
         "flows / (last delivery - first delivery of any flow)), x = the 95th percentile "
@@ -131,11 +130,24 @@ def _panels(study: Study) -> tuple[Figure, list[tuple[str, RunData, Axes]]]:
         figsize=(WIDTH_IN, PANEL_HEIGHT_IN * max(len(shown), 1) + 0.6),
         sharex=True,
         squeeze=False,
+        layout="constrained",
     )
     panels = [(scheme, run, axes[i][0]) for i, (scheme, run) in enumerate(shown)]
     if not panels:
         axes[0][0].text(0.5, 0.5, "no complete run", ha="center", transform=axes[0][0].transAxes)
     return fig, panels
+
+
+def _outside_legend(ax: Axes) -> None:
+    """The panel's legend to the right of it, in two columns when there are many flows."""
+    entries = len(ax.get_legend_handles_labels()[1])
+    ax.legend(
+        fontsize=8,
+        loc="upper left",
+        bbox_to_anchor=(1.01, 1.0),
+        borderaxespad=0.0,
+        ncols=2 if entries > 12 else 1,
+    )
 
 
 def _panel_title(ax: Axes, scheme: str, run: RunData) -> None:
@@ -168,11 +180,10 @@ def throughput_over_time(study: Study) -> ReportFigure:
         ax.set_ylabel("Mbit/s")
         ax.set_ylim(bottom=0)
         ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=8, loc="upper right", ncols=2)
+        _outside_legend(ax)
         _panel_title(ax, scheme, run)
     if panels:
         panels[-1][2].set_xlabel("time (s)")
-    fig.tight_layout()
     definition = (
         "Per flow, solid: delivered (egress) throughput = bits of the flow's data packets that "
         "arrived in each time bin / bin width; dashed: sending (ingress) rate = bits the flow "
@@ -193,17 +204,17 @@ def delay_over_time(study: Study) -> ReportFigure:
             c = COLOURS[i % len(COLOURS)]
             t = rows["t_s"].to_numpy() + width / 2
             p95 = run.summary.loc[run.summary["flow"] == flow, "delay_p95_ms"]
-            label = f"flow {flow} (p95 {float(p95.iloc[0]):.1f} ms)" if len(p95) else None
+            value = float(p95.iloc[0]) if len(p95) else float("nan")
+            label = f"flow {flow} (p95 {value:.1f} ms)" if np.isfinite(value) else f"flow {flow}"
             ax.plot(t, rows["delay_mean_ms"].to_numpy(), color=c, lw=1.4, label=label)
             ax.plot(t, rows["delay_max_ms"].to_numpy(), color=c, lw=0.7, alpha=0.6, ls=":")
         ax.set_ylabel("one-way delay (ms)")
         ax.set_ylim(bottom=0)
         ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=8, loc="upper right", ncols=2)
+        _outside_legend(ax)
         _panel_title(ax, scheme, run)
     if panels:
         panels[-1][2].set_xlabel("time (s)")
-    fig.tight_layout()
     definition = (
         "One-way delay of a delivered data packet = arrival time - send time (for imported "
         "Pantheon and mahimahi logs, the DELAY the log records). Per flow and time bin (by "
@@ -235,7 +246,6 @@ def jain_over_time(study: Study) -> ReportFigure:
         _panel_title(ax, scheme, run)
     if panels:
         panels[-1][2].set_xlabel("time (s)")
-    fig.tight_layout()
     definition = (
         "Jain's fairness index per bucket (100 ms unless the scenario says otherwise) = "
         "(Σ xᵢ)² / (n · Σ xᵢ²), where xᵢ is the bytes flow i delivered in the bucket and n the "
@@ -249,7 +259,7 @@ def jain_over_time(study: Study) -> ReportFigure:
 
 def jain_cdf(study: Study) -> ReportFigure:
     colour = scheme_colour(study)
-    fig, ax = plt.subplots(figsize=(WIDTH_IN, 4.0))
+    fig, ax = plt.subplots(figsize=(WIDTH_IN, 4.0), layout="constrained")
     drawn = False
     for scheme in study.schemes:
         values = [
@@ -281,7 +291,6 @@ def jain_cdf(study: Study) -> ReportFigure:
         ax.legend(fontsize=9, loc="upper left")
     else:
         ax.text(0.5, 0.5, "no counted bucket", ha="center", transform=ax.transAxes)
-    fig.tight_layout()
     definition = (
         "Empirical CDF of Jain's index over the counted buckets (see the previous figure) of "
         "every run of a scheme, pooled; the legend gives the median and the number of buckets. "
