@@ -3,6 +3,7 @@
 
 pub mod bbr;
 pub mod controller;
+pub mod copa;
 pub mod cubic;
 pub mod filters;
 pub mod fixed;

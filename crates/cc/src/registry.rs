@@ -15,7 +15,14 @@ use std::fmt;
 use std::ops::Bound;
 
 /// Every scheme the simulator can run. Adding a scheme is one line here (plus its module).
-static SCHEMES: &[Scheme] = &[newreno::SCHEME, cubic::SCHEME, fixed::SCHEME, crate::vegas::SCHEME, crate::bbr::SCHEME];
+static SCHEMES: &[Scheme] = &[
+    newreno::SCHEME,
+    cubic::SCHEME,
+    fixed::SCHEME,
+    crate::vegas::SCHEME,
+    crate::bbr::SCHEME,
+    crate::copa::SCHEME,
+];
 
 /// The keys of a `[[flows]]` entry that the scenario schema itself owns (`FlowSpec`'s fields);
 /// everything else in the entry is a scheme option. Kept in step with `FlowSpec` by a test.
@@ -407,7 +414,7 @@ mod tests {
             assert!(cc.cwnd() >= 2 * MSS);
         }
         let names: Vec<_> = schemes().iter().map(|s| s.name).collect();
-        assert_eq!(names, ["newreno", "cubic", "fixed", "vegas", "bbr"]);
+        assert_eq!(names, ["newreno", "cubic", "fixed", "vegas", "bbr", "copa"]);
     }
 
     #[test]
