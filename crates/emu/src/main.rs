@@ -2,7 +2,7 @@
 //! debugging the engine. Researchers use `cclab run --engine emu`, which writes a run directory.
 //!
 //! ```text
-//! cclab-emu SCENARIO [--set KEY=VALUE]... [--log-packets] [--no-pin] [--two-threads] [--rt PRIO] [--spin-us N]
+//! cclab-emu SCENARIO [--set KEY=VALUE]... [--log-packets] [--no-pin] [--two-threads] [--rt PRIO] [--nice N] [--spin-us N]
 //! ```
 //! Prints the per-flow summary and the engine's own figures as `key = value` lines (easy to
 //! grep in scripts). Exit status: 0 ok, 2 bad input or failed run, 130 interrupted.
@@ -40,7 +40,7 @@ struct Args {
 }
 
 fn usage() -> ! {
-    eprintln!("usage: cclab-emu SCENARIO [--set KEY=VALUE]... [--log-packets] [--no-pin] [--two-threads] [--rt PRIO] [--spin-us N]");
+    eprintln!("usage: cclab-emu SCENARIO [--set KEY=VALUE]... [--log-packets] [--no-pin] [--two-threads] [--rt PRIO] [--nice N] [--spin-us N]");
     std::process::exit(2);
 }
 
@@ -72,6 +72,9 @@ fn parse_args() -> Args {
             }
             "--log-packets" => opts.log_packets = true,
             "--no-pin" => opts.pin_threads = false,
+            "--nice" => {
+                opts.nice = it.next().and_then(|v| v.parse().ok()).unwrap_or_else(|| usage());
+            }
             "--two-threads" => opts.single_thread = false,
             "--rt" => {
                 opts.rt_priority = Some(it.next().and_then(|v| v.parse().ok()).unwrap_or_else(|| usage()));
@@ -144,6 +147,18 @@ fn report(out: &EmuOutput) {
                 ack_min = ack_min.min(log.arrived[i] - log.sent[i]);
             }
             if log.kind[i] == PacketKind::Data as u8 {
+                if log.fate[i] == Fate::Delivered as u8 && log.arrived[i] - log.sent[i] < 10_000_000 {
+                    eprintln!(
+                        "short: uid {} flow {} size {} sent {} enq {} deq {} arr {}",
+                        log.uid[i],
+                        log.flow[i],
+                        log.size[i],
+                        log.sent[i],
+                        log.enqueued[i],
+                        log.dequeued[i],
+                        log.arrived[i]
+                    );
+                }
                 by_fate[log.fate[i] as usize] += 1;
                 if log.fate[i] == Fate::Delivered as u8 {
                     q.push(log.dequeued[i] - log.enqueued[i]);

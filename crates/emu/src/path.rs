@@ -185,6 +185,8 @@ pub(crate) struct ThreadConfig {
     pub pin: bool,
     /// Real-time priority for the thread (None: an ordinary thread).
     pub rt_priority: Option<i32>,
+    /// Nice value for the thread (ignored with a real-time priority).
+    pub nice: i32,
     /// Run time at which the paths stop: what is still inside then is in flight.
     pub end: u64,
 }
@@ -280,6 +282,9 @@ impl<'a> Path<'a> {
                     if now >= end {
                         return Ok(false);
                     }
+                    // Bring the model up to the arrival first: if this thread was held up, the
+                    // queue must not take the newcomer in before the packets due earlier left.
+                    self.advance(now);
                     self.ingest(now, &buf[..n]);
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
@@ -554,8 +559,14 @@ pub(crate) fn drive(mut paths: Vec<Path<'_>>, th: ThreadConfig, stop: &AtomicBoo
             let _ = sys::pin_to_cpu(cpu as usize);
         }
     }
-    if let Some(prio) = th.rt_priority {
-        let _ = sys::set_realtime(prio);
+    match th.rt_priority {
+        Some(prio) => {
+            let _ = sys::set_realtime(prio);
+        }
+        None if th.nice != 0 => {
+            let _ = sys::set_nice(th.nice);
+        }
+        None => {}
     }
     let Some(clock) = paths.first().map(|p| p.clock) else { return Ok(Vec::new()) };
     let mut pfds: Vec<libc::pollfd> =

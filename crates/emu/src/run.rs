@@ -51,6 +51,9 @@ pub struct EmuOptions {
     pub spin_us: u64,
     /// Real-time (SCHED_FIFO) priority of the path threads; None leaves them ordinary.
     pub rt_priority: Option<i32>,
+    /// Nice value of the path threads: how strongly they are preferred over other work on
+    /// the machine (−20 … 0).
+    pub nice: i32,
     /// Serve both directions from one thread (it picks up ACKs while it waits for data
     /// departures) instead of one thread per direction.
     pub single_thread: bool,
@@ -67,6 +70,7 @@ impl Default for EmuOptions {
             pin_threads: true,
             spin_us: 50,
             rt_priority: None,
+            nice: -20,
             single_thread: true,
         }
     }
@@ -424,7 +428,13 @@ pub fn run(
             clock,
             tx.clone(),
         );
-        let th = ThreadConfig { spin_ns, pin: opts.pin_threads, rt_priority: opts.rt_priority, end: duration };
+        let th = ThreadConfig {
+            spin_ns,
+            pin: opts.pin_threads,
+            rt_priority: opts.rt_priority,
+            nice: opts.nice,
+            end: duration,
+        };
         let mut path_threads = Vec::new();
         let groups = if opts.single_thread { vec![vec![forward, reverse]] } else { vec![vec![forward], vec![reverse]] };
         for group in groups {

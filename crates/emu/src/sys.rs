@@ -82,6 +82,15 @@ pub fn set_realtime(prio: i32) -> io::Result<()> {
     cvt(unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) }).map(drop)
 }
 
+/// Sets the calling thread's nice value (−20 … 19; negative needs CAP_SYS_NICE). A path thread
+/// at a strongly negative nice is picked over ordinary work as soon as it wakes, while — unlike
+/// SCHED_FIFO — the kernel never has to throttle it when it spins.
+pub fn set_nice(nice: i32) -> io::Result<()> {
+    // SAFETY: gettid has no arguments; setpriority on our own thread id.
+    let tid = unsafe { libc::gettid() };
+    cvt(unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, nice) }).map(drop)
+}
+
 /// Number of CPUs this thread may run on.
 pub fn cpus_available() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())

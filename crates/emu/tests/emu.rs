@@ -1,0 +1,362 @@
+//! The emulator end to end: real namespaces, TUN devices, kernel TCP, cclab's UDP transport and
+//! an external program. These need root (CI runs as root); without it each test says so and
+//! passes. Runs are serialised: two emulations at once would share the CPUs and each other's
+//! timing, and the cleanup checks count namespaces machine-wide.
+
+use cclab_core::record::{Fate, PacketKind, PacketLog};
+use cclab_core::scenario::Scenario;
+use cclab_emu::{EmuOptions, EmuOutput};
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+}
+
+fn can_run() -> bool {
+    match cclab_emu::preflight() {
+        Ok(()) => true,
+        Err(e) => {
+            eprintln!("skipped: {e}");
+            false
+        }
+    }
+}
+
+fn scenario(text: &str, dir: &Path) -> Scenario {
+    cclab_emu::parse_scenario(text, "test.toml", &toml::Table::new(), dir).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn emulate(text: &str) -> EmuOutput {
+    let dir = repo();
+    let s = scenario(text, &dir);
+    let opts = EmuOptions { log_packets: true, base_dir: dir, ..EmuOptions::default() };
+    cclab_emu::run(&s, &opts, &mut |_| Ok(())).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Every delivered data packet obeys the link model: it entered the queue no earlier than it
+/// was sent, left it no earlier than it entered, and arrived no earlier than its departure plus
+/// the propagation delay.
+fn check_causality(log: &PacketLog, prop_ns: u64) {
+    for i in 0..log.len() {
+        if log.kind[i] != PacketKind::Data as u8 || log.fate[i] != Fate::Delivered as u8 {
+            continue;
+        }
+        assert!(log.enqueued[i] >= log.sent[i], "packet {} queued before it was sent", log.uid[i]);
+        assert!(log.dequeued[i] >= log.enqueued[i], "packet {} left before it arrived", log.uid[i]);
+        assert!(log.arrived[i] >= log.dequeued[i] + prop_ns, "packet {} beat the propagation delay", log.uid[i]);
+    }
+}
+
+fn conserved(out: &EmuOutput) {
+    let st = &out.run.stats;
+    assert!(st.data_sent > 0);
+    assert_eq!(st.data_sent, st.data_delivered + st.data_dropped + st.data_in_flight_end, "{st:?}");
+    assert_eq!(out.emu.forward.unclassified, 0, "every data packet belongs to a flow");
+    assert_eq!(out.emu.sender_tun.tx_dropped, 0, "no packet dropped unseen in the sending kernel");
+}
+
+#[test]
+fn kernel_cubic_on_a_12_mbps_link() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !can_run() {
+        return;
+    }
+    let out = emulate(
+        r#"
+        duration = "3s"
+        [link]
+        rate = "12Mbps"
+        delay = "10ms"
+        queue = 20
+        [[flows]]
+        scheme = "kernel:cubic"
+        "#,
+    );
+    conserved(&out);
+    let log = out.run.packets.as_ref().unwrap();
+    check_causality(log, 10_000_000);
+    let total = &out.run.metrics.total;
+    // Rate: the link is the bottleneck and Cubic keeps it busy after its first round trips.
+    assert!(total.throughput_mbps > 11.0 && total.throughput_mbps <= 12.05, "{total:?}");
+    // Delay: propagation plus at most 20 queued packets (1 ms each at 12 Mbit/s), plus the
+    // emulator's own lateness, which the run reports.
+    assert!(total.delay_min_ms >= 10.0 && total.delay_min_ms < 11.5, "{total:?}");
+    let late_p99_ms = out.emu.forward.lateness_quantile_us(0.99) / 1e3;
+    assert!(total.delay_p95_ms <= 31.0 + late_p99_ms, "{total:?}, lateness p99 {late_p99_ms} ms");
+    // Loss accounting: every drop is a queue overflow with a record, and the byte-weighted loss
+    // is what the records say.
+    let mut drops = 0;
+    for i in 0..log.len() {
+        if log.kind[i] == PacketKind::Data as u8
+            && log.fate[i] != Fate::Delivered as u8
+            && log.fate[i] != Fate::InFlight as u8
+        {
+            assert_eq!(log.fate[i], Fate::DropQueue as u8, "only the queue drops on this link");
+            drops += 1;
+        }
+    }
+    assert!(drops > 0, "Cubic fills a 20-packet queue in 3 s");
+    assert_eq!(drops, total.packets_dropped);
+    // Linux retransmits what the queue dropped (and maybe a little more).
+    assert!(total.retransmissions >= drops - drops / 4, "{} retransmissions for {drops} drops", total.retransmissions);
+    let want = 1.0 - total.bytes_delivered as f64 / total.bytes_sent as f64;
+    assert!((total.loss - want).abs() < 1e-12);
+    // The kernel's own view agrees on the base RTT.
+    let tcp = &out.emu.flows[0].tcp;
+    assert!(tcp.min_rtt_us() >= 20_000 && tcp.min_rtt_us() < 23_000, "kernel min RTT {} µs", tcp.min_rtt_us());
+    assert!(out.emu.flows[0].app.bytes > 3_000_000);
+}
+
+#[test]
+fn cclab_controller_over_udp() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !can_run() {
+        return;
+    }
+    // Copa when the registry has it (the scheme the issue names), else Cubic.
+    let names: Vec<&str> = cclab_cc::registry::schemes().iter().map(|s| s.name).collect();
+    let scheme = if names.contains(&"copa") { "copa" } else { "cubic" };
+    let out = emulate(&format!(
+        r#"
+        duration = "3s"
+        [link]
+        rate = "12Mbps"
+        delay = "10ms"
+        queue = "1bdp"
+        [[flows]]
+        scheme = "{scheme}"
+        extra_rtt = "10ms"
+        "#
+    ));
+    conserved(&out);
+    let log = out.run.packets.as_ref().unwrap();
+    check_causality(log, 10_000_000);
+    let total = &out.run.metrics.total;
+    assert!(total.throughput_mbps > 6.0, "{scheme}: {total:?}");
+    // Extra RTT of 10 ms: 5 ms before the bottleneck, so no data arrives sooner than 15 ms.
+    assert!(total.delay_min_ms >= 15.0, "{scheme}: {total:?}");
+    // Full packets are 1500 bytes on the wire, as in the simulator.
+    let full = (0..log.len()).filter(|&i| log.kind[i] == PacketKind::Data as u8 && log.size[i] == 1500).count();
+    assert!(full as f64 > 0.99 * total.packets_sent as f64);
+    // Retransmission flags come from the transport's header and match its losses.
+    let retx = (0..log.len()).filter(|&i| log.retransmission[i]).count() as u64;
+    assert_eq!(retx, total.retransmissions);
+    assert!(out.emu.flows[0].app.bytes > 2_000_000, "the receiver got the stream in order");
+}
+
+/// Processes whose command line contains `tag`.
+fn processes_with(tag: &str) -> Vec<u32> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+        if pid == std::process::id() {
+            continue;
+        }
+        if let Ok(cmd) = std::fs::read(entry.path().join("cmdline")) {
+            if String::from_utf8_lossy(&cmd).contains(tag) {
+                out.push(pid);
+            }
+        }
+    }
+    out
+}
+
+/// The network namespaces alive machine-wide (by inode): those some thread is in, and those
+/// held only by an open descriptor, as the emulator holds its own.
+fn net_namespaces() -> BTreeSet<String> {
+    let mut set = BTreeSet::new();
+    let mut add = |path: PathBuf| {
+        if let Ok(link) = std::fs::read_link(path) {
+            let s = link.display().to_string();
+            if s.starts_with("net:[") {
+                set.insert(s);
+            }
+        }
+    };
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        if entry.file_name().to_string_lossy().parse::<u32>().is_err() {
+            continue;
+        }
+        for sub in ["task", "fd"] {
+            for e in std::fs::read_dir(entry.path().join(sub)).into_iter().flatten().flatten() {
+                add(if sub == "task" { e.path().join("ns/net") } else { e.path() });
+            }
+        }
+    }
+    set
+}
+
+/// A wrapper file whose commands carry `tag`, so the test can find the processes.
+fn tagged_wrapper(dir: &Path, tag: &str) -> PathBuf {
+    let pair = repo().join("tests/emu/pair.py");
+    let path = dir.join(format!("{tag}.toml"));
+    std::fs::write(
+        &path,
+        format!(
+            "run_first = \"receiver\"\nreceiver = \"exec python3 {p} recv {{port}} {tag}\"\n\
+             sender = \"exec python3 {p} send {{ip}} {{port}} {tag}\"\nsetup_time = \"300ms\"\n",
+            p = pair.display()
+        ),
+    )
+    .unwrap();
+    path
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("cclab-emu-test-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+fn wrapper_scheme_runs_an_external_program() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !can_run() {
+        return;
+    }
+    let dir = temp_dir("wrapper");
+    let tag = format!("cclabtag{}w", std::process::id());
+    let wrapper = tagged_wrapper(&dir, &tag);
+    let out = emulate(&format!(
+        r#"
+        duration = "3s"
+        [link]
+        rate = "12Mbps"
+        delay = "10ms"
+        queue = "1bdp"
+        [[flows]]
+        scheme = "wrapper:{}"
+        start = "500ms"
+        stop = "2500ms"
+        "#,
+        wrapper.display()
+    ));
+    conserved(&out);
+    let total = &out.run.metrics.total;
+    assert!(total.throughput_mbps > 8.0, "{total:?}");
+    // Nothing sent outside the flow's lifetime (plus the path's delay).
+    let log = out.run.packets.as_ref().unwrap();
+    let first = (0..log.len()).map(|i| log.sent[i]).min().unwrap();
+    let last = (0..log.len()).filter(|&i| log.kind[i] == PacketKind::Data as u8).map(|i| log.sent[i]).max().unwrap();
+    assert!(first >= 500_000_000 && last < 2_600_000_000, "sent from {first} to {last} ns");
+    assert!(processes_with(&tag).is_empty(), "the programs are gone after the run");
+    std::fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn bad_schemes_give_clear_errors() {
+    let dir = temp_dir("bad");
+    let err =
+        |text: &str| cclab_emu::parse_scenario(text, "s.toml", &toml::Table::new(), &dir).unwrap_err().to_string();
+    let flows = |scheme: &str| format!("[link]\nrate = \"12Mbps\"\n[[flows]]\nscheme = \"{scheme}\"\n");
+    let e = err(&flows("kernel:cubci"));
+    assert!(e.contains("s.toml:4: field `flows[0].scheme`: `cubci` is not a congestion control this kernel offers; did you mean `kernel:cubic`?"), "{e}");
+    assert!(e.contains("available here: kernel:"), "{e}");
+    let e = err(&flows("wrapper:missing.toml"));
+    assert!(e.contains("cannot read wrapper file") && e.contains("missing.toml"), "{e}");
+    std::fs::write(dir.join("w.toml"), "run_first = \"receiver\"\nreceiver = \"rx {prot}\"\nsender = \"tx {port}\"\n")
+        .unwrap();
+    let e = err(&flows("wrapper:w.toml"));
+    assert!(e.contains("w.toml:2: `receiver`: unknown placeholder `{prot}`; did you mean `{port}`?"), "{e}");
+    assert!(e.contains("so its command needs `{ip}`"), "{e}");
+    let e = err(&flows("cubik"));
+    assert!(e.contains("kernel:<name>"), "an unknown name mentions the emulator's own schemes: {e}");
+    let e = err("[link]\nrate = \"12Mbps\"\n[[flows]]\nscheme = \"kernel:cubic\"\nbeta = 0.5\n");
+    assert!(e.contains("`kernel:cubic` takes no scheme options"), "{e}");
+    std::fs::remove_dir_all(dir).ok();
+}
+
+/// Starts the `cclab-emu` binary on a long run with a kernel flow, a cclab flow and an
+/// external program, and waits until its flows are running.
+fn start_long_run(dir: &Path, tag: &str) -> std::process::Child {
+    let wrapper = tagged_wrapper(dir, tag);
+    let scenario = dir.join(format!("{tag}-scenario.toml"));
+    std::fs::write(
+        &scenario,
+        format!(
+            "duration = \"60s\"\n[link]\nrate = \"12Mbps\"\ndelay = \"10ms\"\nqueue = \"1bdp\"\n\
+             [[flows]]\nscheme = \"kernel:cubic\"\n[[flows]]\nscheme = \"cubic\"\n\
+             [[flows]]\nscheme = \"wrapper:{}\"\n",
+            wrapper.display()
+        ),
+    )
+    .unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_cclab-emu"))
+        .arg(&scenario)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while processes_with(&format!("send 10.64.0.2 5002 {tag}")).is_empty() {
+        assert!(t0.elapsed() < Duration::from_secs(10), "the run did not start its programs");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(700));
+    child
+}
+
+/// Waits until the run's processes and namespaces are gone (the kernel tears a namespace down
+/// as soon as its last holder goes; give it a moment).
+fn assert_nothing_left(tag: &str, before: &BTreeSet<String>) {
+    let t0 = Instant::now();
+    loop {
+        let procs = processes_with(tag);
+        let extra: Vec<String> = net_namespaces().difference(before).cloned().collect();
+        if procs.is_empty() && extra.is_empty() {
+            return;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(5), "left behind: processes {procs:?}, namespaces {extra:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn kill(pid: u32, sig: i32) {
+    // SAFETY: kill(2) with a pid and a signal number.
+    assert_eq!(unsafe { libc::kill(pid as i32, sig) }, 0);
+}
+
+#[test]
+fn killed_runs_leave_nothing_behind() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !can_run() {
+        return;
+    }
+    let dir = temp_dir("kill");
+    let before = net_namespaces();
+
+    // Ctrl-C: the run stops, removes everything and says it was interrupted.
+    let tag = format!("cclabtag{}i", std::process::id());
+    let mut child = start_long_run(&dir, &tag);
+    assert!(net_namespaces().len() >= before.len() + 2, "the run made its namespaces");
+    kill(child.id(), libc::SIGINT);
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{status:?}");
+    assert_nothing_left(&tag, &before);
+
+    // SIGKILL: no handler runs; the kernel must do it all (anonymous namespaces, death signals).
+    let tag = format!("cclabtag{}k", std::process::id());
+    let mut child = start_long_run(&dir, &tag);
+    kill(child.id(), libc::SIGKILL);
+    child.wait().unwrap();
+    assert_nothing_left(&tag, &before);
+
+    // A child dies: the run notices, fails with a message naming it, and cleans up.
+    let tag = format!("cclabtag{}c", std::process::id());
+    let child = start_long_run(&dir, &tag);
+    for pid in processes_with(&format!("send 10.64.0.2 5002 {tag}")) {
+        kill(pid, libc::SIGKILL);
+    }
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("flow 2 sender") && stderr.contains("killed by signal 9"), "{stderr}");
+    assert_nothing_left(&tag, &before);
+    std::fs::remove_dir_all(dir).ok();
+}
