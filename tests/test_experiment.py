@@ -226,3 +226,17 @@ def test_failed_runs_are_recorded(write_scenario, tmp_path, monkeypatch):
     assert runs["newreno"]["status"] == "failed"
     assert runs["newreno"]["error"] == "disk on fire"
     assert not Path(out / runs["newreno"]["dir"]).exists()
+
+
+def test_a_scenario_given_as_a_dict(tmp_path):
+    scenario = {
+        "name": "inline",
+        "duration": "1s",
+        "link": {"rate": "12Mbps", "delay": "5ms", "queue": "1bdp"},
+        "flows": [{"scheme": "cubic", "count": 2}],
+    }
+    out = run_experiment(scenario, ["newreno", "cubic"], runs=1, jobs=1, out=tmp_path / "x")
+    meta = json.loads((out / "experiment.json").read_text())
+    assert meta["scenario"] == "<scenario dict>"
+    flows = pd.read_parquet(out / "runs" / "newreno-r1" / "flows.parquet")
+    assert list(flows["scheme"]) == ["newreno", "newreno"]

@@ -33,6 +33,7 @@ from cclab.experiment_dir import (
     new_archive_dir,
     staged_experiment,
 )
+from cclab.scenario_source import ScenarioSource, describe
 
 ENGINES = ("sim", "emu")
 
@@ -115,15 +116,20 @@ def _scheme_options() -> dict[str, set[str]]:
     return {s["name"]: {o["name"] for o in s["options"]} for s in _core.schemes()}
 
 
-def flows_for_scheme(scenario: Path, scheme: str) -> list[dict[str, Any]]:
+def flows_for_scheme(scenario: ScenarioSource, scheme: str) -> list[dict[str, Any]]:
     """The scenario's `[[flows]]` tables with `scheme` in every entry. An entry's options for
     its own scheme (e.g. cubic's `beta`) are dropped when the scheme changes: they would mean
     nothing, or something else, to another scheme."""
-    with scenario.open("rb") as f:
-        table = tomllib.load(f)
+    if isinstance(scenario, Mapping):
+        table = dict(scenario)
+    else:
+        with Path(scenario).open("rb") as f:
+            table = tomllib.load(f)
     entries = table.get("flows")
     if not isinstance(entries, list) or not entries:
-        raise ExperimentError(f"{scenario}: an experiment needs at least one [[flows]] entry")
+        raise ExperimentError(
+            f"{describe(scenario)}: an experiment needs at least one [[flows]] entry"
+        )
     options = _scheme_options()
     flows = []
     for entry in entries:
@@ -156,7 +162,7 @@ class _Task:
     """Everything a worker process needs for one run (picklable)."""
 
     planned: PlannedRun
-    scenario: str
+    scenario: ScenarioSource
     overrides: dict[str, Any]
     out: str
     engine: str
@@ -274,7 +280,7 @@ def _run_in_pool(tasks: list[_Task], jobs: int, observer: Observer) -> list[RunO
 
 
 def run_experiment(
-    scenario: str | os.PathLike[str],
+    scenario: ScenarioSource,
     schemes: Sequence[str],
     *,
     runs: int = 5,
@@ -289,11 +295,13 @@ def run_experiment(
     command: list[str] | None = None,
     **overrides: Any,
 ) -> Path:
-    """Runs every scheme `runs` times over the scenario's path and returns the experiment
-    directory. `jobs` worker processes (default: one per core) run the simulator; the emulator
-    runs one run at a time, in this process. `overrides` as for `cclab.run`. A run that fails is
-    recorded as failed in `experiment.json`; invalid input raises before anything runs."""
-    scenario = Path(scenario)
+    """Runs every scheme `runs` times over the scenario's path (a scenario file, or a dict as
+    `cclab.run` takes) and returns the experiment directory. `jobs` worker processes (default:
+    one per core) run the simulator; the emulator runs one run at a time, in this process.
+    `overrides` as for `cclab.run`. A run that fails is recorded as failed in
+    `experiment.json`; invalid input raises before anything runs."""
+    if not isinstance(scenario, Mapping):
+        scenario = Path(scenario)
     if engine not in ENGINES:
         raise ExperimentError(f"unknown engine {engine!r}; use one of {', '.join(ENGINES)}")
     if engine == "emu" and not _emu_supported():
@@ -328,7 +336,7 @@ def run_experiment(
         tasks = [
             _Task(
                 planned=p,
-                scenario=str(scenario),
+                scenario=scenario if isinstance(scenario, Mapping) else str(scenario),
                 overrides={**overrides, "flows": flows[p.scheme]},
                 out=str(staging / RUNS_SUBDIR / p.name),
                 engine=engine,
@@ -349,7 +357,7 @@ def run_experiment(
                 "kind": "experiment",
                 "name": base["name"],
                 "description": base.get("description", ""),
-                "scenario": str(scenario),
+                "scenario": describe(scenario),
                 "engine": engine,
                 "schemes": schemes,
                 "runs_per_scheme": runs,
