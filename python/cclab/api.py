@@ -8,7 +8,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from cclab import _core
+from cclab.engines import engine_runner, engine_validator
 from cclab.result import RunResult
 from cclab.scenario_source import ScenarioSource, core_source, describe, overrides_json
 
@@ -17,11 +17,14 @@ from cclab.scenario_source import ScenarioSource, core_source, describe, overrid
 ProgressCallback = Callable[[int, int], object]
 
 
-def validate(source: ScenarioSource, *, seed: int | None = None, **overrides: Any) -> str:
+def validate(
+    source: ScenarioSource, *, seed: int | None = None, engine: str = "sim", **overrides: Any
+) -> str:
     """Checks a scenario (a file path or a dict) with `overrides` applied and returns it as
     TOML with every default filled in. Raises `cclab.ScenarioError` listing every problem."""
+    core_validate = engine_validator(engine)
     text, is_path = core_source(source)
-    return _core.validate(text, is_path, overrides_json(overrides, seed))
+    return core_validate(text, is_path, overrides_json(overrides, seed))
 
 
 def run(
@@ -31,9 +34,11 @@ def run(
     log_packets: bool = False,
     out: str | Path | None = None,
     progress: ProgressCallback | None = None,
+    engine: str = "sim",
     **overrides: Any,
 ) -> RunResult:
-    """Simulates a scenario and returns its results.
+    """Simulates (or, with `engine="emu"`, emulates in real time) a scenario and returns its
+    results.
 
     `source` is a scenario file or a dict with the same keys (`{"link": {"rate": "12Mbps"},
     "flows": [{"scheme": "cubic"}]}`). Keyword `overrides` replace keys of the scenario; write
@@ -42,10 +47,11 @@ def run(
     KeyboardInterrupt. Raises `cclab.ScenarioError` for an invalid scenario and
     `cclab.SimulationError` when a valid one cannot run.
     """
+    core_run = engine_runner(engine)
     text, is_path = core_source(source)
     started_at = datetime.now().astimezone()
     t0 = time.perf_counter()
-    raw = _core.run(text, is_path, overrides_json(overrides, seed), log_packets, progress)
+    raw = core_run(text, is_path, overrides_json(overrides, seed), log_packets, progress)
     result = RunResult.from_core(
         raw,
         source=describe(source),

@@ -68,7 +68,7 @@ def _meta(result: RunResult, command: list[str] | None, files: list[str]) -> dic
         {
             "complete": True,
             "cclab_version": __version__,
-            "engine": "sim",
+            "engine": result.engine,
             "name": result.name,
             "seed": result.seed,
             "source": result.source,

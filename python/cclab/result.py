@@ -90,6 +90,8 @@ class RunResult:
     started_at: datetime
     wall_secs: float
     packet_columns: dict[str, Any] | None = field(default=None, repr=False)
+    #: "sim" or "emu": the engine that produced the result.
+    engine: str = "sim"
 
     @classmethod
     def from_core(
@@ -111,6 +113,7 @@ class RunResult:
             started_at=started_at,
             wall_secs=wall_secs,
             packet_columns=raw["packets"],
+            engine=raw.get("engine", "sim"),
         )
 
     @cached_property

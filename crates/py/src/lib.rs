@@ -3,6 +3,7 @@
 //! API, DataFrames, the archive, the CLI) lives in the Python package on top of this.
 
 mod analyze;
+mod emu;
 mod errors;
 mod output;
 mod overrides;
@@ -98,6 +99,7 @@ fn run<'py>(
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(validate, m)?)?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
+    emu::register(m)?;
     m.add_function(wrap_pyfunction!(schemes::schemes, m)?)?;
     m.add_function(wrap_pyfunction!(analyze::analyze, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

@@ -20,6 +20,7 @@ from cclab.errors import ScenarioError, SimulationError, format_error
 #: The subcommand modules, in the order `cclab --help` lists them.
 COMMANDS: list[str] = [
     "cclab.cli.run_command",
+    "cclab.cli.compare_command",
     "cclab.cli.validate_command",
     "cclab.cli.schemes_command",
     "cclab.cli.experiment_command",

@@ -13,6 +13,7 @@ from cclab.archive import RUNS_ENV, default_run_dir
 from cclab.cli.common import CommandError, add_set_argument, overrides_of
 from cclab.cli.progress_bar import ProgressBar
 from cclab.cli.summary_table import summary_table
+from cclab.engines import add_engine_argument
 
 NAME = "run"
 HELP = "simulate a scenario, print a per-flow summary and write a run directory"
@@ -32,6 +33,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--log-packets", action="store_true", help="keep every packet's record (packets.parquet)"
     )
     add_set_argument(parser)
+    add_engine_argument(parser)
 
 
 def execute(args: argparse.Namespace) -> int:
@@ -45,6 +47,7 @@ def execute(args: argparse.Namespace) -> int:
             seed=args.seed,
             log_packets=args.log_packets,
             progress=progress,
+            engine=args.engine,
             **overrides_of(args),
         )
     out = args.out or default_run_dir(result.name, result.seed)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import cclab
 from cclab.cli.common import add_set_argument, overrides_of, print_error
+from cclab.engines import add_engine_argument
 from cclab.errors import format_error
 
 NAME = "validate"
@@ -21,6 +22,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="also print each scenario with every default filled in",
     )
+    add_engine_argument(parser)
 
 
 def execute(args: argparse.Namespace) -> int:
@@ -28,7 +30,7 @@ def execute(args: argparse.Namespace) -> int:
     invalid = 0
     for path in args.scenarios:
         try:
-            filled = cclab.validate(path, **overrides)
+            filled = cclab.validate(path, engine=args.engine, **overrides)
         except cclab.ScenarioError as e:
             invalid += 1
             for error in e.errors:

@@ -1,0 +1,114 @@
+//! The emulator engine from Python: `run_emu` takes the same arguments as `run` and returns the
+//! same dict (same packet records, same metrics code), with `engine = "emu"` and the emulator's
+//! own figures (timing error, device drops, per-flow application goodput) added to `stats`.
+
+use crate::{errors, output, overrides, INLINE_FILE, PROGRESS_EVERY};
+use cclab_core::scenario::{merge_overrides, Scenario, ScenarioErrors};
+use cclab_emu::{EmuError, EmuOptions, EmuOutput};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// Adds `run_emu` and `validate_emu` to the module.
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(run_emu, m)?)?;
+    m.add_function(wrap_pyfunction!(validate_emu, m)?)
+}
+
+/// Reads a scenario as the emulator reads it (kernel and wrapper schemes allowed). Wrapper
+/// paths resolve against the scenario file's folder, or the working directory for a dict.
+fn load(source: &str, is_path: bool, overrides_json: &str) -> Result<(Scenario, PathBuf), ScenarioErrors> {
+    let overrides = overrides::json_to_table(overrides_json, "<overrides>")?;
+    if is_path {
+        let path = Path::new(source);
+        let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        Ok((cclab_emu::load_scenario(path, &overrides)?, base))
+    } else {
+        let mut table = overrides::json_to_table(source, INLINE_FILE)?;
+        merge_overrides(&mut table, &overrides);
+        let base = std::env::current_dir().unwrap_or_default();
+        Ok((cclab_emu::parse_scenario("", INLINE_FILE, &table, &base)?, base))
+    }
+}
+
+/// Validates a scenario for the emulator; returns it as TOML with every default filled in.
+#[pyfunction]
+#[pyo3(signature = (source, is_path, overrides_json = "{}"))]
+pub fn validate_emu(py: Python<'_>, source: &str, is_path: bool, overrides_json: &str) -> PyResult<String> {
+    let (scenario, _) = load(source, is_path, overrides_json).map_err(|e| errors::scenario_error(py, &e))?;
+    Ok(scenario.to_toml())
+}
+
+/// Runs a scenario on the emulator, in real time (needs root). The GIL is released while it
+/// runs; every 250 ms it is taken back to call `progress(run_ns, duration_ns)` and to check for
+/// signals, so Ctrl-C stops the run — after everything it created is removed — with
+/// `KeyboardInterrupt`.
+#[pyfunction]
+#[pyo3(signature = (source, is_path, overrides_json = "{}", log_packets = false, progress = None))]
+pub fn run_emu<'py>(
+    py: Python<'py>,
+    source: &str,
+    is_path: bool,
+    overrides_json: &str,
+    log_packets: bool,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let (scenario, base_dir) = load(source, is_path, overrides_json).map_err(|e| errors::scenario_error(py, &e))?;
+    let opts = EmuOptions { log_packets, base_dir, ..EmuOptions::default() };
+    let duration_ns = scenario.duration.ns();
+    let mut stopped_by: Option<PyErr> = None;
+    let outcome = py.detach(|| {
+        let mut last_call = Instant::now();
+        let mut hook = |run_ns: u64| -> Result<(), String> {
+            if last_call.elapsed() < PROGRESS_EVERY {
+                return Ok(());
+            }
+            last_call = Instant::now();
+            Python::attach(|py| {
+                py.check_signals()?;
+                if let Some(callback) = &progress {
+                    callback.call1(py, (run_ns, duration_ns))?;
+                }
+                Ok(())
+            })
+            .map_err(|e: PyErr| {
+                let message = e.to_string();
+                stopped_by = Some(e);
+                message
+            })
+        };
+        cclab_emu::run(&scenario, &opts, &mut hook)
+    });
+    match outcome {
+        Ok(out) => to_dict(py, &scenario, out),
+        Err(EmuError::Interrupted(m)) => Err(stopped_by.unwrap_or_else(|| errors::interrupted(&m))),
+        Err(EmuError::Scenario(e)) => Err(errors::scenario_error(py, &e)),
+        Err(e) => Err(errors::simulation_error(py, &e.to_string())),
+    }
+}
+
+fn to_dict<'py>(py: Python<'py>, scenario: &Scenario, out: EmuOutput) -> PyResult<Bound<'py, PyDict>> {
+    let EmuOutput { run, emu } = out;
+    let d = output::to_dict(py, scenario, run)?;
+    d.set_item("engine", "emu")?;
+    let stats = d.get_item("stats")?.expect("to_dict sets stats").cast_into::<PyDict>()?;
+    for (name, p) in [("data", &emu.forward), ("ack", &emu.reverse)] {
+        // Arrival minus model arrival of every packet written: the emulator's timing error.
+        stats.set_item(format!("{name}_late_p50_us"), p.lateness_quantile_us(0.5))?;
+        stats.set_item(format!("{name}_late_p99_us"), p.lateness_quantile_us(0.99))?;
+        stats.set_item(format!("{name}_late_max_us"), p.lateness_quantile_us(1.0))?;
+        stats.set_item(format!("{name}_device_drops"), p.device_drops)?;
+        stats.set_item(format!("{name}_unclassified"), p.unclassified)?;
+    }
+    // Drops inside the kernels, before the emulator could see the packet (should be 0).
+    stats.set_item("tun_sender_tx_dropped", emu.sender_tun.tx_dropped)?;
+    stats.set_item("tun_receiver_rx_dropped", emu.receiver_tun.rx_dropped)?;
+    stats.set_item("setup_secs", emu.setup_secs)?;
+    let goodput = PyList::empty(py);
+    for f in &emu.flows {
+        goodput.append(if f.app.bytes > 0 { Some(f.app.goodput_mbps()) } else { None })?;
+    }
+    stats.set_item("app_goodput_mbps", goodput)?;
+    Ok(d)
+}
