@@ -190,6 +190,13 @@ def test_pantheon_import_agrees_with_the_pantheons_numbers(pantheon_dir, tmp_pat
     # The capacity per 500 ms bin, from the `#` lines, for the report's shading.
     capacity = pd.read_parquet(run_dir / "capacity.parquet")
     assert capacity["capacity_mbps"].tolist() == [17 * 12_000 / 500_000]
+    assert meta["import"]["time_origin_ns"] == 0
+
+    # Reports work on imports as on simulations, per-packet delay dots included.
+    code, stdout, stderr = cli("report", out)
+    assert code == 0, stderr
+    html = (out / "report.html").read_text()
+    assert 'data-figure="delay-time"' in html and "import:pantheon" in html
 
 
 def test_a_disagreement_with_the_pantheons_stats_is_recorded(pantheon_dir, tmp_path):

@@ -271,7 +271,12 @@ def save_imported_run(
         meta = json.loads(meta_path.read_text())
         meta["engine"] = engine
         meta["seed"] = None
-        meta["import"] = {**details, "warnings": imported.warnings}
+        meta["import"] = {
+            **details,
+            # Packet times count from the log's start; bins from its first event.
+            "time_origin_ns": imported.log.first_event_us * US,
+            "warnings": imported.warnings,
+        }
         meta["files"] = sorted({*meta.get("files", []), CAPACITY_FILE})
         with meta_path.open("w") as f:
             json.dump(meta, f, indent=2)

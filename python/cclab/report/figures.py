@@ -13,6 +13,8 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt
 import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, NullFormatter
@@ -27,6 +29,8 @@ WIDE_RANGE = 4.0
 PANEL_HEIGHT_IN = 2.6
 WIDTH_IN = 9.0
 COLOURS = plt.get_cmap("tab10").colors
+#: Most per-packet dots a delay panel draws (the SVG grows with them).
+PACKET_DOTS = 20_000
 
 
 @dataclass
@@ -196,12 +200,40 @@ def throughput_over_time(study: Study) -> ReportFigure:
     return ReportFigure("throughput-time", "Throughput over time", definition, fig)
 
 
+def _packet_delays(run: RunData) -> pd.DataFrame | None:
+    """Delivered data packets of a run that kept its packet log: flow, arrival time (s, from
+    the run's time origin) and one-way delay (ms), evenly thinned to PACKET_DOTS at most."""
+    if run.packets_path is None:
+        return None
+    table = pq.read_table(
+        run.packets_path, columns=["flow", "kind", "fate", "sent_ns", "arrived_ns"]
+    ).to_pandas()
+    delivered = table[(table["kind"] == "data") & (table["fate"] == "delivered")]
+    if len(delivered) > PACKET_DOTS:
+        delivered = delivered.iloc[:: -(-len(delivered) // PACKET_DOTS)]
+    origin_ns = int((run.meta.get("import") or {}).get("time_origin_ns", 0))
+    arrived = delivered["arrived_ns"].to_numpy(dtype=np.int64)
+    return pd.DataFrame(
+        {
+            "flow": delivered["flow"].to_numpy(),
+            "t_s": (arrived - origin_ns) / 1e9,
+            "delay_ms": (arrived - delivered["sent_ns"].to_numpy(dtype=np.int64)) / 1e6,
+        }
+    )
+
+
 def delay_over_time(study: Study) -> ReportFigure:
     fig, panels = _panels(study)
     for scheme, run, ax in panels:
         width = _bin_width_s(run)
+        dots = _packet_delays(run)
         for i, (flow, rows) in enumerate(run.timeseries.groupby("flow", sort=True)):
             c = COLOURS[i % len(COLOURS)]
+            if dots is not None:
+                mine = dots[dots["flow"] == flow]
+                ax.scatter(
+                    mine["t_s"], mine["delay_ms"], s=1, color=c, alpha=0.25, lw=0, rasterized=True
+                )
             t = rows["t_s"].to_numpy() + width / 2
             p95 = run.summary.loc[run.summary["flow"] == flow, "delay_p95_ms"]
             value = float(p95.iloc[0]) if len(p95) else float("nan")
@@ -219,8 +251,10 @@ def delay_over_time(study: Study) -> ReportFigure:
         "One-way delay of a delivered data packet = arrival time - send time (for imported "
         "Pantheon and mahimahi logs, the DELAY the log records). Per flow and time bin (by "
         "arrival): solid, the mean over the packets delivered in the bin; dotted, the maximum. "
-        "Bins without deliveries are gaps. The legend gives each flow's 95th-percentile delay "
-        "(nearest rank over all its delivered packets). One panel per scheme, its first run."
+        "Bins without deliveries are gaps. When the run kept its packet log, each faint dot is "
+        f"one delivered packet (evenly thinned to {PACKET_DOTS:,} per panel), as in the "
+        "Pantheon's delay graphs. The legend gives each flow's 95th-percentile delay (nearest "
+        "rank over all its delivered packets). One panel per scheme, its first run."
     )
     return ReportFigure("delay-time", "One-way delay over time", definition, fig)
 
