@@ -299,7 +299,11 @@ def run_experiment(
     `cclab.run` takes) and returns the experiment directory. `jobs` worker processes (default:
     one per core) run the simulator; the emulator runs one run at a time, in this process.
     `overrides` as for `cclab.run`. A run that fails is recorded as failed in
-    `experiment.json`; invalid input raises before anything runs."""
+    `experiment.json`; invalid input raises before anything runs.
+
+    The workers are started fresh ("spawn"), so a script that calls this at its top level must
+    do so under `if __name__ == "__main__":` (as with any Python process pool); notebooks and
+    the `cclab` command need nothing."""
     if not isinstance(scenario, Mapping):
         scenario = Path(scenario)
     if engine not in ENGINES:
