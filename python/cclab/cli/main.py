@@ -27,6 +27,7 @@ COMMANDS: list[str] = [
     "cclab.cli.report_command",
     "cclab.cli.runs_command",
     "cclab.cli.import_command",
+    "cclab.cli.reproduce_command",
 ]
 
 

@@ -1,0 +1,449 @@
+"""Reproductions of published experiments (`cclab reproduce NAME`).
+
+Each reproduction runs a scenario from `scenarios/repro/` once per scheme and seed, in parallel
+over local cores, and compares what the metrics kernel reports with the published numbers:
+
+- `copa-fairness`: Copa's dynamic-fairness experiment (NSDI'18 §5.1, Fig. 4; the recipe is in
+  `reference/reproduction-targets.md` §2.1). Median of the per-100 ms-bucket Jain index for Copa,
+  Cubic, BBR, PCC (Vivace and Allegro, when registered), Vegas and NewReno, against the paper's
+  and the CS244 reproduction's values; the CDF of the per-bucket index; and the single-flow
+  utilisation check (lone Copa on the same link: the CS244 report saw about 85 %).
+- `copa-rtt-fairness`: Copa's RTT-fairness experiment (NSDI'18 §5.3): 20 flows with RTTs 15-300
+  ms on 100 Mbit/s; Jain's index over the flows' average throughputs.
+
+Every Jain number comes from the Rust metrics kernel (`RunResult.metrics["jain_median"]` and the
+per-bucket rows of `RunResult.jain`); Python only chooses, pools and plots them.
+
+    >>> from cclab.reproduce import copa_fairness
+    >>> rep = copa_fairness(seeds=2, out="repro-out")
+    >>> rep.table
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import os
+import tomllib
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from cclab import _core
+from cclab.api import run
+from cclab.archive import runs_root
+
+#: Where the reproductions' scenario files live (the repository's `scenarios/repro`).
+SCENARIO_DIR = Path(__file__).resolve().parents[2] / "scenarios" / "repro"
+
+#: Schemes of the fairness experiment, in table order; those not registered are skipped.
+FAIRNESS_SCHEMES = ["copa", "cubic", "bbr", "pcc-vivace", "pcc-allegro", "vegas", "newreno"]
+
+#: Median Jain per scheme: the paper (NSDI'18 Fig. 4 and intro) and the CS244 reproduction
+#: (Mininet; reproduction-targets.md §2.1: unverified, and its printed medians after Copa's pool
+#: earlier algorithms). The paper's and the report's "PCC" is the original PCC `appclient`, i.e.
+#: Allegro; it is shown against both PCC variants.
+PAPER_JAIN = {"copa": 0.93, "cubic": 0.90, "bbr": 0.73, "pcc-allegro": 0.60, "pcc-vivace": 0.60}
+REPORT_JAIN = {"copa": 0.97, "cubic": 0.88, "bbr": 0.61, "pcc-allegro": 0.81, "pcc-vivace": 0.81}
+PAPER_SCHEME = {"pcc-allegro": "PCC (appclient)", "pcc-vivace": "PCC (appclient)"}
+#: The CS244 report's single-flow utilisation of Copa on the fairness link.
+REPORT_SINGLE_FLOW_UTILISATION = 0.85
+
+#: RTT fairness (NSDI'18 §5.3): Jain over 20 flows' average throughputs. "copa-d" is Copa in
+#: default mode (`mode = "default"`), which the paper reports close to 1.
+RTT_FAIRNESS_SCHEMES = ["copa", "copa-d", "cubic", "newreno"]
+PAPER_RTT_JAIN = {"copa": 0.76, "copa-d": 1.0, "cubic": 0.12, "newreno": 0.37}
+#: How a row name of the RTT-fairness table maps to a flow entry.
+RTT_FAIRNESS_FLOWS = {"copa-d": {"scheme": "copa", "mode": "default"}}
+
+REPRODUCTIONS = ("copa-fairness", "copa-rtt-fairness")
+
+
+@dataclass
+class Reproduction:
+    """What a reproduction produced: its table, where it wrote things, and notes to print."""
+
+    name: str
+    table: pd.DataFrame
+    out: Path
+    files: list[Path] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    #: Extra tables (e.g. per-run figures), by name.
+    details: dict[str, pd.DataFrame] = field(default_factory=dict)
+
+
+def registered_schemes() -> set[str]:
+    return {s["name"] for s in _core.schemes()}
+
+
+def load_scenario(name: str, scenario_dir: Path | None = None) -> dict[str, Any]:
+    path = (scenario_dir or SCENARIO_DIR) / f"{name}.toml"
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"reproduction scenario {path} not found (the reproductions read the repository's "
+            "scenarios/repro directory)"
+        )
+    with path.open("rb") as f:
+        return tomllib.load(f)
+
+
+def with_flows(scenario: dict[str, Any], flow: dict[str, Any]) -> dict[str, Any]:
+    """The scenario with every flow entry's scheme (and scheme options) replaced by `flow`."""
+    s = copy.deepcopy(scenario)
+    generic = {
+        "count",
+        "start",
+        "every",
+        "stop",
+        "leave",
+        "extra_rtt",
+        "traffic",
+        "pacing",
+        "delayed_ack",
+        "min_rto",
+        "rwnd",
+    }
+    for i, entry in enumerate(s["flows"]):
+        kept = {k: v for k, v in entry.items() if k in generic}
+        s["flows"][i] = {**flow, **kept}
+    return s
+
+
+def _run_job(job: tuple[str, int, dict[str, Any]]) -> dict[str, Any]:
+    """One run in a worker process: plain data back (the kernel's numbers only)."""
+    label, seed, scenario = job
+    result = run(scenario, seed=seed)
+    counted = result.jain[result.jain["counted"]]
+    flows = result.summary[result.summary["flow"].notna()]
+    return {
+        "label": label,
+        "seed": seed,
+        "jain_median": result.metrics["jain_median"],
+        "utilisation": result.metrics["utilisation"],
+        "jain_buckets": counted["jain"].to_numpy(copy=True),
+        "flow_throughput_mbps": flows["throughput_mbps"].to_numpy(copy=True),
+        "wall_secs": result.wall_secs,
+    }
+
+
+def run_jobs(
+    jobs: Sequence[tuple[str, int, dict[str, Any]]],
+    workers: int | None = None,
+    progress: Callable[[dict[str, Any]], object] | None = None,
+) -> list[dict[str, Any]]:
+    """Runs every (label, seed, scenario) job, in parallel over local cores; results in job
+    order. With one worker (or one job) everything runs in this process."""
+    workers = workers or min(len(jobs), os.cpu_count() or 1)
+    if workers <= 1 or len(jobs) <= 1:
+        out = []
+        for job in jobs:
+            out.append(_run_job(job))
+            if progress:
+                progress(out[-1])
+        return out
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        futures = [pool.submit(_run_job, job) for job in jobs]
+        try:
+            results = []
+            for fut in futures:
+                results.append(fut.result())
+                if progress:
+                    progress(results[-1])
+            return results
+        except BaseException:
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+
+
+def default_out(name: str) -> Path:
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    return runs_root() / f"{stamp}-reproduce-{name}"
+
+
+def _prepare_out(out: str | Path | None, name: str) -> Path:
+    path = Path(out) if out is not None else default_out(name)
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _save_table(table: pd.DataFrame, path: Path) -> list[Path]:
+    csv = path.with_suffix(".csv")
+    txt = path.with_suffix(".txt")
+    table.to_csv(csv, index=False)
+    txt.write_text(table.to_string(index=False, float_format=lambda x: f"{x:.3f}") + "\n")
+    return [csv, txt]
+
+
+def _plot_jain_cdf(buckets: dict[str, np.ndarray], title: str, stem: Path) -> list[Path]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8.0, 4.2), layout="constrained")
+    for label, values in buckets.items():
+        if len(values) == 0:
+            continue
+        x = np.sort(values)
+        y = np.arange(1, len(x) + 1) / len(x)
+        ax.step(x, y, where="post", label=f"{label} (median {np.median(x):.2f})")
+    ax.set_xlabel("Jain's fairness index per 100 ms bucket (active flows)")
+    ax.set_ylabel("CDF over buckets")
+    # A little room right of 1: buckets with one active flow (or a perfect share) sit at 1.
+    ax.set_xlim(0, 1.02)
+    ax.set_ylim(0, 1.0)
+    ax.grid(alpha=0.3)
+    ax.set_title(title, fontsize="medium")
+    fig.legend(loc="outside right upper", fontsize="small")
+    files = [stem.with_suffix(".png"), stem.with_suffix(".svg")]
+    fig.savefig(files[0], dpi=150)
+    fig.savefig(files[1])
+    plt.close(fig)
+    return files
+
+
+def copa_fairness(
+    *,
+    seeds: int = 3,
+    out: str | Path | None = None,
+    schemes: Sequence[str] | None = None,
+    workers: int | None = None,
+    scenario_dir: Path | None = None,
+    progress: Callable[[dict[str, Any]], object] | None = None,
+) -> Reproduction:
+    """Copa's dynamic-fairness experiment for every registered scheme of `FAIRNESS_SCHEMES`
+    (or `schemes`), seeds 1..`seeds`. Writes `copa-fairness.{csv,txt}` (the table),
+    `copa-fairness-runs.csv` (one row per run), `copa-fairness-jain.csv` (every counted
+    bucket) and `copa-fairness-cdf.{png,svg}` under `out`."""
+    if seeds < 1:
+        raise ValueError("seeds must be at least 1")
+    known = registered_schemes()
+    wanted = list(schemes) if schemes is not None else FAIRNESS_SCHEMES
+    unknown = [s for s in wanted if s not in known and schemes is not None]
+    if unknown:
+        raise ValueError(f"unknown scheme {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+    present = [s for s in wanted if s in known]
+    skipped = [s for s in wanted if s not in known]
+    base = load_scenario("copa-fairness", scenario_dir)
+    single = load_scenario("copa-single-flow", scenario_dir)
+    jobs = [
+        (scheme, seed, with_flows(base, {"scheme": scheme}))
+        for scheme in present
+        for seed in range(1, seeds + 1)
+    ]
+    single_jobs = [("copa-single", seed, single) for seed in range(1, seeds + 1)]
+    results = run_jobs(jobs + single_jobs, workers, progress)
+    runs = [r for r in results if r["label"] != "copa-single"]
+    singles = [r for r in results if r["label"] == "copa-single"]
+
+    rows = []
+    buckets: dict[str, np.ndarray] = {}
+    for scheme in present:
+        mine = [r for r in runs if r["label"] == scheme]
+        medians = np.array([r["jain_median"] for r in mine])
+        pooled = np.concatenate([r["jain_buckets"] for r in mine])
+        buckets[scheme] = pooled
+        ours = float(np.median(medians))
+        paper = PAPER_JAIN.get(scheme, math.nan)
+        report = REPORT_JAIN.get(scheme, math.nan)
+        rows.append(
+            {
+                "scheme": scheme,
+                "seeds": len(mine),
+                "jain_median": ours,
+                "jain_median_min": float(medians.min()),
+                "jain_median_max": float(medians.max()),
+                "paper": paper,
+                "report": report,
+                "ours_minus_paper": ours - paper,
+                "ours_minus_report": ours - report,
+                "utilisation": float(np.mean([r["utilisation"] for r in mine])),
+                "paper_scheme": PAPER_SCHEME.get(scheme, scheme if scheme in PAPER_JAIN else ""),
+            }
+        )
+    table = pd.DataFrame(rows)
+    out_dir = _prepare_out(out, "copa-fairness")
+    files = _save_table(table, out_dir / "copa-fairness")
+    per_run = pd.DataFrame(
+        [
+            {
+                "scheme": r["label"],
+                "seed": r["seed"],
+                "jain_median": r["jain_median"],
+                "utilisation": r["utilisation"],
+                "counted_buckets": len(r["jain_buckets"]),
+            }
+            for r in results
+        ]
+    )
+    per_run.to_csv(out_dir / "copa-fairness-runs.csv", index=False)
+    jain_rows = pd.DataFrame(
+        [
+            {"scheme": r["label"], "seed": r["seed"], "bucket": i, "jain": v}
+            for r in runs
+            for i, v in enumerate(r["jain_buckets"])
+        ]
+    )
+    jain_rows.to_csv(out_dir / "copa-fairness-jain.csv", index=False)
+    files += [out_dir / "copa-fairness-runs.csv", out_dir / "copa-fairness-jain.csv"]
+    files += _plot_jain_cdf(
+        buckets,
+        "Copa NSDI'18 Fig. 4: 10 flows, 46 Mbit/s, 20 ms, 1 BDP",
+        out_dir / "copa-fairness-cdf",
+    )
+    single_util = float(np.mean([r["utilisation"] for r in singles]))
+    single_table = pd.DataFrame(
+        [
+            {
+                "check": "single Copa flow utilisation, 46 Mbit/s, 20 ms, 1 BDP",
+                "ours": single_util,
+                "report": REPORT_SINGLE_FLOW_UTILISATION,
+                "ours_minus_report": single_util - REPORT_SINGLE_FLOW_UTILISATION,
+            }
+        ]
+    )
+    files += _save_table(single_table, out_dir / "copa-single-flow")
+    notes = [
+        f"median Jain: median over {seeds} seed(s) of each run's median of the counted 100 ms "
+        "buckets (from the metrics kernel); min/max across seeds beside it",
+        "paper: NSDI'18 Fig. 4; report: the CS244 reproduction (unverified; its printed "
+        "medians after Copa pool earlier algorithms); the paper's PCC is the original "
+        "appclient (Allegro)",
+        "the link is constant-rate and loss-free, so only schemes that draw random numbers "
+        "(BBR's first gain phase, PCC's probing order) differ between seeds",
+        f"single-flow Copa utilisation: {single_util:.3f} (CS244 report: about "
+        f"{REPORT_SINGLE_FLOW_UTILISATION:.2f})",
+    ]
+    if skipped:
+        notes.append(f"not registered, skipped: {', '.join(skipped)}")
+    return Reproduction(
+        name="copa-fairness",
+        table=table,
+        out=out_dir,
+        files=files,
+        notes=notes,
+        details={"single_flow": single_table, "runs": per_run},
+    )
+
+
+def copa_rtt_fairness(
+    *,
+    seeds: int = 1,
+    out: str | Path | None = None,
+    schemes: Sequence[str] | None = None,
+    workers: int | None = None,
+    scenario_dir: Path | None = None,
+    progress: Callable[[dict[str, Any]], object] | None = None,
+) -> Reproduction:
+    """Copa's RTT-fairness experiment for `RTT_FAIRNESS_SCHEMES` (or `schemes`; "copa-d" is
+    Copa in default mode). Writes `copa-rtt-fairness.{csv,txt}`, the per-flow throughputs
+    (`copa-rtt-fairness-flows.csv`) and a throughput-vs-RTT plot (`...-flows.{png,svg}`)."""
+    if seeds < 1:
+        raise ValueError("seeds must be at least 1")
+    known = registered_schemes()
+    wanted = list(schemes) if schemes is not None else RTT_FAIRNESS_SCHEMES
+    entries = {s: RTT_FAIRNESS_FLOWS.get(s, {"scheme": s}) for s in wanted}
+    unknown = [s for s, e in entries.items() if e["scheme"] not in known]
+    if unknown:
+        raise ValueError(f"unknown scheme {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+    base = load_scenario("copa-rtt-fairness", scenario_dir)
+    rtts_ms = [_rtt_ms(base, entry) for entry in base["flows"]]
+    jobs = [
+        (label, seed, with_flows(base, entry))
+        for label, entry in entries.items()
+        for seed in range(1, seeds + 1)
+    ]
+    results = run_jobs(jobs, workers, progress)
+    rows = []
+    flow_rows = []
+    for label in entries:
+        mine = [r for r in results if r["label"] == label]
+        # One Jain bucket spans the run: the kernel's index over the flows' delivered bytes.
+        values = np.array([r["jain_median"] for r in mine])
+        ours = float(np.median(values))
+        paper = PAPER_RTT_JAIN.get(label, math.nan)
+        rows.append(
+            {
+                "scheme": label,
+                "seeds": len(mine),
+                "jain": ours,
+                "jain_min": float(values.min()),
+                "jain_max": float(values.max()),
+                "paper": paper,
+                "ours_minus_paper": ours - paper,
+                "utilisation": float(np.mean([r["utilisation"] for r in mine])),
+            }
+        )
+        for r in mine:
+            for rtt, mbps in zip(rtts_ms, r["flow_throughput_mbps"], strict=True):
+                flow_rows.append({"scheme": label, "seed": r["seed"], "rtt_ms": rtt, "mbps": mbps})
+    table = pd.DataFrame(rows)
+    flows = pd.DataFrame(flow_rows)
+    out_dir = _prepare_out(out, "copa-rtt-fairness")
+    files = _save_table(table, out_dir / "copa-rtt-fairness")
+    flows.to_csv(out_dir / "copa-rtt-fairness-flows.csv", index=False)
+    files.append(out_dir / "copa-rtt-fairness-flows.csv")
+    files += _plot_throughput_vs_rtt(flows, out_dir / "copa-rtt-fairness-flows")
+    notes = [
+        "Jain's index over the 20 flows' delivered bytes in one 100 s bucket (metrics kernel)",
+        'paper: NSDI\'18 §5.3 (ns-2); copa-d is Copa in default mode (mode = "default"); '
+        "the paper's Cubic-over-CoDel row (0.57) is not run",
+    ]
+    return Reproduction(
+        name="copa-rtt-fairness",
+        table=table,
+        out=out_dir,
+        files=files,
+        notes=notes,
+        details={"flows": flows},
+    )
+
+
+def _rtt_ms(scenario: dict[str, Any], entry: dict[str, Any]) -> float:
+    """Round-trip propagation delay of a flow entry, ms (link delay both ways + extra_rtt)."""
+
+    def ms(text: str) -> float:
+        units = {"ms": 1.0, "us": 1e-3, "s": 1e3}
+        for unit in ("ms", "us", "s"):
+            if text.endswith(unit):
+                return float(text[: -len(unit)]) * units[unit]
+        raise ValueError(f"cannot read duration {text!r}")
+
+    return 2 * ms(scenario["link"]["delay"]) + ms(entry.get("extra_rtt", "0ms"))
+
+
+def _plot_throughput_vs_rtt(flows: pd.DataFrame, stem: Path) -> list[Path]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.2), layout="constrained")
+    for label, g in flows.groupby("scheme", sort=False):
+        mean = g.groupby("rtt_ms")["mbps"].mean()
+        ax.plot(mean.index, mean.to_numpy(), marker="o", ms=3, label=str(label))
+    ax.set_xlabel("round-trip propagation delay (ms)")
+    ax.set_ylabel("average throughput (Mbit/s)")
+    ax.set_title("Copa NSDI'18 §5.3: 20 flows on 100 Mbit/s")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize="small")
+    files = [stem.with_suffix(".png"), stem.with_suffix(".svg")]
+    fig.savefig(files[0], dpi=150)
+    fig.savefig(files[1])
+    plt.close(fig)
+    return files
+
+
+def reproduce(name: str, **kwargs: Any) -> Reproduction:
+    """Runs the reproduction `name` (one of `REPRODUCTIONS`)."""
+    if name == "copa-fairness":
+        return copa_fairness(**kwargs)
+    if name == "copa-rtt-fairness":
+        return copa_rtt_fairness(**kwargs)
+    raise ValueError(f"unknown reproduction {name!r}; known: {', '.join(REPRODUCTIONS)}")
