@@ -114,6 +114,7 @@ def test_plan_orders():
     )
     assert [p.order for p in shuffled] == list(range(6))
     assert PlannedRun(0, "copa", 2, 9).name == "copa-r2"
+    assert PlannedRun(0, "kernel:cubic", 1, 9).name == "kernel_cubic-r1"
 
 
 def test_scheme_options_do_not_follow_a_scheme_change(write_scenario):

@@ -31,6 +31,7 @@ from cclab.experiment_dir import (
     environment,
     finish,
     new_archive_dir,
+    safe_name,
     staged_experiment,
 )
 from cclab.scenario_source import ScenarioSource, describe
@@ -53,8 +54,8 @@ class PlannedRun:
 
     @property
     def name(self) -> str:
-        """The run directory's name under `runs/`."""
-        return f"{self.scheme}-r{self.repetition}"
+        """The run directory's name under `runs/` (`kernel:cubic` → `kernel_cubic-r1`)."""
+        return f"{safe_name(self.scheme)}-r{self.repetition}"
 
     @property
     def label(self) -> str:
