@@ -75,10 +75,7 @@ fn main() {
         assert!(out.metrics.utilisation > 0.9);
     }
     walls.sort_by(f64::total_cmp);
-    println!(
-        "1 Cubic flow, 100 Mbit/s, 20 ms RTT, 1 BDP, 60 s: {:.3} s wall (median of 5; target < 1 s)",
-        walls[2]
-    );
+    println!("1 Cubic flow, 100 Mbit/s, 20 ms RTT, 1 BDP, 60 s: {:.3} s wall (median of 5; target < 1 s)", walls[2]);
 
     let short = run(&single);
     let rss_short = peak_rss_mib();

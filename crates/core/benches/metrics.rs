@@ -78,12 +78,7 @@ fn synthetic_log(packets: usize, jitter_ns: u64) -> PacketLog {
 }
 
 fn config() -> MetricsConfig {
-    MetricsConfig {
-        n_flows: FLOWS as usize,
-        bin: 500 * MS,
-        jain_bucket: 100 * MS,
-        origin: 0,
-    }
+    MetricsConfig { n_flows: FLOWS as usize, bin: 500 * MS, jain_bucket: 100 * MS, origin: 0 }
 }
 
 fn capacity(t0: u64, t1: u64) -> f64 {
@@ -92,18 +87,12 @@ fn capacity(t0: u64, t1: u64) -> f64 {
 
 fn main() {
     // cargo passes `--bench` to the binary; only bare numbers are ours.
-    let numbers: Vec<u64> = std::env::args()
-        .skip(1)
-        .filter_map(|a| a.parse().ok())
-        .collect();
+    let numbers: Vec<u64> = std::env::args().skip(1).filter_map(|a| a.parse().ok()).collect();
     let packets = numbers.first().map_or(10_000_000, |&n| n as usize);
     let jitter_us = numbers.get(1).copied().unwrap_or(100);
     let t = Instant::now();
     let log = synthetic_log(packets, jitter_us * 1000);
-    println!(
-        "built {packets} records ({FLOWS} flows, {jitter_us} µs jitter) in {:.2} s",
-        t.elapsed().as_secs_f64()
-    );
+    println!("built {packets} records ({FLOWS} flows, {jitter_us} µs jitter) in {:.2} s", t.elapsed().as_secs_f64());
 
     // `add` alone, fed the way an engine feeds it: one PacketRecord at a time.
     let mut best_add = f64::INFINITY;
@@ -123,10 +112,7 @@ fn main() {
         }
         black_box(acc.finish(&capacity));
     }
-    println!(
-        "add:     {:.1} M records/s ({best_add:.3} s, best of 3)",
-        packets as f64 / best_add / 1e6
-    );
+    println!("add:     {:.1} M records/s ({best_add:.3} s, best of 3)", packets as f64 / best_add / 1e6);
 
     // Everything a caller waits for: columns in, Metrics out.
     let mut best = f64::INFINITY;
@@ -138,10 +124,7 @@ fn main() {
         metrics = Some(black_box(m));
     }
     let m = metrics.unwrap();
-    println!(
-        "analyze: {best:.3} s for {packets} records ({:.1} M records/s, best of 3)",
-        packets as f64 / best / 1e6
-    );
+    println!("analyze: {best:.3} s for {packets} records ({:.1} M records/s, best of 3)", packets as f64 / best / 1e6);
     println!(
         "  total {:.1} Mbit/s, p95 {:.3} ms, loss {:.4}, {} series rows, {} Jain buckets, median Jain {:.3}",
         m.total.throughput_mbps,
