@@ -833,7 +833,8 @@ impl CongestionControl for Bbr {
     }
 
     fn pacing_rate(&self) -> Option<f64> {
-        Some(self.pacing_rate)
+        // Always positive once initialised; before that, let the transport decide.
+        (self.pacing_rate > 0.0).then_some(self.pacing_rate)
     }
 
     fn ssthresh(&self) -> Option<u64> {
