@@ -192,7 +192,7 @@ def _plot_jain_cdf(buckets: dict[str, np.ndarray], title: str, stem: Path) -> li
             continue
         x = np.sort(values)
         y = np.arange(1, len(x) + 1) / len(x)
-        ax.step(x, y, where="post", label=f"{label} (median {np.median(x):.2f})")
+        ax.step(x, y, where="post", label=f"{label} (pooled median {np.median(x):.2f})")
     ax.set_xlabel("Jain's fairness index per 100 ms bucket (active flows)")
     ax.set_ylabel("CDF over buckets")
     # A little room right of 1: buckets with one active flow (or a perfect share) sit at 1.
