@@ -7,22 +7,14 @@ from typing import TypedDict
 
 
 class ErrorLocation(TypedDict):
-    """One problem in a scenario, as the Rust validator reports it."""
+    """One problem in a scenario, as the Rust validator reports it. `text` is the whole of it
+    on one line: `file:line: field `x`: message`, leaving out what is unknown."""
 
     file: str
     field: str
     line: int | None
     message: str
-
-
-def format_error(error: ErrorLocation) -> str:
-    """`file:line: field `x`: message`, leaving out what is unknown."""
-    text = error["file"]
-    if error.get("line") is not None:
-        text += f":{error['line']}"
-    if error.get("field"):
-        text += f": field `{error['field']}`"
-    return f"{text}: {error['message']}"
+    text: str
 
 
 class ScenarioError(ValueError):
@@ -34,7 +26,7 @@ class ScenarioError(ValueError):
         self.errors: list[ErrorLocation] = list(errors)
 
     def __str__(self) -> str:
-        return "\n".join(format_error(e) for e in self.errors)
+        return "\n".join(e["text"] for e in self.errors)
 
 
 class SimulationError(RuntimeError):

@@ -14,7 +14,7 @@ fn make<'py>(py: Python<'py>, class: &str, arg: Bound<'py, PyAny>) -> Option<PyE
     Some(PyErr::from_value(instance))
 }
 
-/// `cclab.ScenarioError` carrying one dict (file, field, line, message) per problem.
+/// `cclab.ScenarioError` carrying one dict (file, field, line, message, text) per problem.
 pub fn scenario_error(py: Python<'_>, errors: &ScenarioErrors) -> PyErr {
     let build = || -> PyResult<Bound<'_, PyList>> {
         let list = PyList::empty(py);
@@ -24,6 +24,8 @@ pub fn scenario_error(py: Python<'_>, errors: &ScenarioErrors) -> PyErr {
             d.set_item("field", &e.field)?;
             d.set_item("line", e.line)?;
             d.set_item("message", &e.message)?;
+            // The core's own one-line rendering, so Python does not format errors a second way.
+            d.set_item("text", e.to_string())?;
             list.append(d)?;
         }
         Ok(list)

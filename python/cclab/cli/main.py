@@ -15,7 +15,7 @@ from typing import Protocol
 
 from cclab import __version__
 from cclab.cli.common import EXIT_ERROR, EXIT_INTERRUPTED, CommandError, print_error
-from cclab.errors import ScenarioError, SimulationError, format_error
+from cclab.errors import ScenarioError, SimulationError
 
 #: The subcommand modules, in the order `cclab --help` lists them.
 COMMANDS: list[str] = [
@@ -63,7 +63,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return args.execute(args)
     except ScenarioError as e:
         for error in e.errors:
-            print_error(format_error(error))
+            print_error(error["text"])
         return EXIT_ERROR
     except (SimulationError, CommandError) as e:
         print_error(str(e))

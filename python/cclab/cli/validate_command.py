@@ -8,7 +8,6 @@ from pathlib import Path
 import cclab
 from cclab.cli.common import add_set_argument, overrides_of, print_error
 from cclab.engines import add_engine_argument
-from cclab.errors import format_error
 
 NAME = "validate"
 HELP = "check scenario files; print OK or every error (exit status 1 if any is invalid)"
@@ -34,7 +33,7 @@ def execute(args: argparse.Namespace) -> int:
         except cclab.ScenarioError as e:
             invalid += 1
             for error in e.errors:
-                print_error(format_error(error))
+                print_error(error["text"])
             continue
         print(f"{path}: OK")
         if args.filled:
