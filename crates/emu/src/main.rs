@@ -2,7 +2,7 @@
 //! debugging the engine. Researchers use `cclab run --engine emu`, which writes a run directory.
 //!
 //! ```text
-//! cclab-emu SCENARIO [--set KEY=VALUE]... [--log-packets] [--no-pin] [--two-threads] [--rt PRIO] [--nice N] [--spin-us N]
+//! cclab-emu SCENARIO [--set KEY=VALUE]... [--log-packets] [--no-pin] [--two-threads] [--rt PRIO (0: off)] [--spin-us N]
 //! ```
 //! Prints the per-flow summary and the engine's own figures as `key = value` lines (easy to
 //! grep in scripts). Exit status: 0 ok, 2 bad input or failed run, 130 interrupted.
@@ -40,7 +40,7 @@ struct Args {
 }
 
 fn usage() -> ! {
-    eprintln!("usage: cclab-emu SCENARIO [--set KEY=VALUE]... [--log-packets] [--no-pin] [--two-threads] [--rt PRIO] [--nice N] [--spin-us N]");
+    eprintln!("usage: cclab-emu SCENARIO [--set KEY=VALUE]... [--log-packets] [--no-pin] [--two-threads] [--rt PRIO (0: off)] [--spin-us N]");
     std::process::exit(2);
 }
 
@@ -72,12 +72,10 @@ fn parse_args() -> Args {
             }
             "--log-packets" => opts.log_packets = true,
             "--no-pin" => opts.pin_threads = false,
-            "--nice" => {
-                opts.nice = it.next().and_then(|v| v.parse().ok()).unwrap_or_else(|| usage());
-            }
             "--two-threads" => opts.single_thread = false,
             "--rt" => {
-                opts.rt_priority = Some(it.next().and_then(|v| v.parse().ok()).unwrap_or_else(|| usage()));
+                let prio: i32 = it.next().and_then(|v| v.parse().ok()).unwrap_or_else(|| usage());
+                opts.rt_priority = (prio > 0).then_some(prio);
             }
             "--spin-us" => {
                 opts.spin_us = it.next().and_then(|v| v.parse().ok()).unwrap_or_else(|| usage());
@@ -180,7 +178,8 @@ fn report(out: &EmuOutput) {
     }
     for (name, p) in [("data", &out.emu.forward), ("ack", &out.emu.reverse)] {
         println!(
-            "{name}_path: reads = {}  packets = {}  unclassified = {}  device_drops = {}  early_writes = {}  late_p50_us = {}  late_p99_us = {}  late_max_us = {}",
+            "{name}_path: realtime = {}  reads = {}  packets = {}  unclassified = {}  device_drops = {}  early_writes = {}  late_p50_us = {}  late_p99_us = {}  late_max_us = {}",
+            p.realtime,
             p.reads,
             p.packets,
             p.unclassified,

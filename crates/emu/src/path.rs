@@ -185,8 +185,6 @@ pub(crate) struct ThreadConfig {
     pub pin: bool,
     /// Real-time priority for the thread (None: an ordinary thread).
     pub rt_priority: Option<i32>,
-    /// Nice value for the thread (ignored with a real-time priority).
-    pub nice: i32,
     /// Run time at which the paths stop: what is still inside then is in flight.
     pub end: u64,
 }
@@ -205,6 +203,8 @@ pub struct PathStats {
     pub writes: u64,
     /// Writes before their model time (must stay 0: a sign of a model-ordering bug).
     pub early_writes: u64,
+    /// Whether the thread got the real-time priority it asked for.
+    pub realtime: bool,
 }
 
 impl PathStats {
@@ -559,16 +559,8 @@ pub(crate) fn drive(mut paths: Vec<Path<'_>>, th: ThreadConfig, stop: &AtomicBoo
             let _ = sys::pin_to_cpu(cpu as usize);
         }
     }
-    match th.rt_priority {
-        Some(prio) => {
-            let _ = sys::set_realtime(prio);
-        }
-        None if th.nice != 0 => {
-            let _ = sys::set_nice(th.nice);
-        }
-        None => {}
-    }
     let Some(clock) = paths.first().map(|p| p.clock) else { return Ok(Vec::new()) };
+    let mut duty = sys::RtDuty::start(th.rt_priority, &clock);
     let mut pfds: Vec<libc::pollfd> =
         paths.iter().map(|p| libc::pollfd { fd: p.input.raw_fd(), events: libc::POLLIN, revents: 0 }).collect();
     let mut buf = vec![0u8; READ_BUF];
@@ -583,19 +575,23 @@ pub(crate) fn drive(mut paths: Vec<Path<'_>>, th: ThreadConfig, stop: &AtomicBoo
             p.advance(now);
         }
         if more {
+            duty.turn(&clock);
             continue; // more may be waiting
         }
         let now = clock.now();
         match paths.iter().filter_map(|p| p.next_due()).min() {
-            Some(t) if t <= now + th.spin_ns => {} // spin: poll the TUNs again
+            // Spin: poll the TUNs again.
+            Some(t) if t <= now + th.spin_ns => duty.turn(&clock),
             next => {
                 let until = next.map_or(end, |t| (t - th.spin_ns).min(end));
                 let sleep = until.saturating_sub(now).clamp(1, MAX_SLEEP_NS);
                 sys::wait_any_readable(&mut pfds, sleep)?;
+                duty.blocked(&clock);
             }
         }
     }
-    Ok(paths.into_iter().map(Path::finish_run).collect())
+    let realtime = duty.realtime();
+    Ok(paths.into_iter().map(|p| PathStats { realtime, ..p.finish_run() }).collect())
 }
 
 /// Runs [`drive`] and reports a failure to the main thread.

@@ -44,9 +44,13 @@ fn wrapper_path(path: &str, base_dir: &Path) -> PathBuf {
 }
 
 /// Keys of a flow entry that only the UDP transport can honour, with their defaults: a kernel or
-/// external scheme with anything else set would silently not do what the file says.
-fn transport_only_keys(spec: &FlowSpec) -> Vec<&'static str> {
+/// external scheme with anything else set would silently not do what the file says. (`rwnd`
+/// works for kernel flows too: the receiver clamps its advertised window.)
+fn transport_only_keys(spec: &FlowSpec, kernel: bool) -> Vec<&'static str> {
     let mut keys = Vec::new();
+    if spec.rwnd.is_some() && !kernel {
+        keys.push("rwnd");
+    }
     if spec.pacing != Pacing::Auto {
         keys.push("pacing");
     }
@@ -106,7 +110,7 @@ pub fn resolve(scenario: &Scenario, src: &Source, base_dir: &Path) -> Result<Vec
                     format!("`{}` takes no scheme options (`{k}` is an option of cclab's own schemes)", f.scheme),
                 ));
             }
-            for k in transport_only_keys(f) {
+            for k in transport_only_keys(f, matches!(scheme, EmuScheme::Kernel(_))) {
                 errs.push(src.error(
                     &at(k),
                     format!("`{k}` applies to cclab's own transport only; `{}` uses its own TCP stack", f.scheme),

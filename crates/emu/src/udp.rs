@@ -12,7 +12,7 @@
 //! Both ends read the same monotonic clock, so the receiver's one-way-delay echo is exact.
 
 use crate::endpoint::{AppBytes, Stop};
-use crate::sys::{cvt, cvt_size, wait_readable, Clock};
+use crate::sys::{cvt, cvt_size, wait_readable, Clock, RtDuty};
 use crate::topology::RECEIVER_IP;
 use cclab_cc::Rng;
 use cclab_core::scenario::{FlowSpec, Pacing, MSS};
@@ -133,7 +133,8 @@ pub fn bind_receiver(port: u16) -> io::Result<UdpSocket> {
 }
 
 /// Receives data, acknowledges it (immediately or delayed, as the flow says) until stopped.
-pub fn receive(sock: UdpSocket, spec: &FlowSpec, clock: Clock, stop: &Stop) -> io::Result<AppBytes> {
+pub fn receive(sock: UdpSocket, spec: &FlowSpec, clock: Clock, rt: Option<i32>, stop: &Stop) -> io::Result<AppBytes> {
+    let mut duty = RtDuty::start(rt, &clock);
     let mut rx = Receiver::new(ReceiverConfig { delayed_ack: spec.delayed_ack, ..Default::default() });
     let mut got = AppBytes::default();
     let mut buf = vec![0u8; 65536];
@@ -169,9 +170,12 @@ pub fn receive(sock: UdpSocket, spec: &FlowSpec, clock: Clock, stop: &Stop) -> i
                 let _ = sock.send_to(&out[..len], to);
             }
         }
-        if !progressed {
+        if progressed {
+            duty.turn(&clock);
+        } else {
             let wait = rx.next_timeout().map_or(POLL_NS, |t| t.saturating_sub(clock.now()).min(POLL_NS));
             wait_readable(sock.as_raw_fd(), Some(wait.max(1)))?;
+            duty.blocked(&clock);
         }
     }
     Ok(got)
@@ -184,7 +188,7 @@ pub fn sender_config(spec: &FlowSpec) -> SenderConfig {
         min_rto: spec.min_rto.ns(),
         pace_windowed: spec.pacing == Pacing::On,
         never_pace: spec.pacing == Pacing::Off,
-        ..SenderConfig::default()
+        rwnd: spec.rwnd.map_or(u64::MAX, |b| b.0),
     }
 }
 
@@ -197,17 +201,21 @@ pub struct SendStats {
     pub local_drops: u64,
 }
 
+/// When a flow's endpoints start and stop, and at what real-time priority they run (None:
+/// ordinary threads). Endpoint timing is the controller's timing: pacing gaps and ACK
+/// processing a busy neighbour delays by milliseconds would change what the controller does.
+#[derive(Clone, Copy, Debug)]
+pub struct Schedule {
+    pub clock: Clock,
+    pub start: u64,
+    pub stop_at: u64,
+    pub rt: Option<i32>,
+}
+
 /// Runs the transport's sender from `start` to `stop_at` (on a thread inside the sender's
 /// namespace).
-pub fn send(
-    spec: &FlowSpec,
-    port: u16,
-    rng: Rng,
-    clock: Clock,
-    start: u64,
-    stop_at: u64,
-    stop: &Stop,
-) -> io::Result<SendStats> {
+pub fn send(spec: &FlowSpec, port: u16, rng: Rng, when: Schedule, stop: &Stop) -> io::Result<SendStats> {
+    let Schedule { clock, start, stop_at, rt } = when;
     let cc = cclab_cc::registry::build(spec, MSS).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
     let sock = UdpSocket::bind("0.0.0.0:0")?;
     big_buffers(&sock)?;
@@ -221,6 +229,7 @@ pub fn send(
     if !stop.sleep_until(clock, start) {
         return Ok(stats);
     }
+    let mut duty = RtDuty::start(rt, &clock);
     tx.start(clock.now());
     while !stop.now() {
         let now = clock.now();
@@ -257,6 +266,9 @@ pub fn send(
         let wait = tx.next_timeout().map_or(POLL_NS, |t| t.saturating_sub(now).min(POLL_NS)).min(stop_at - now);
         if wait > 0 {
             wait_readable(fd, Some(wait))?;
+            duty.blocked(&clock);
+        } else {
+            duty.turn(&clock);
         }
     }
     tx.stop();
