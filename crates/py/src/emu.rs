@@ -101,14 +101,21 @@ fn to_dict<'py>(py: Python<'py>, scenario: &Scenario, out: EmuOutput) -> PyResul
         stats.set_item(format!("{name}_device_drops"), p.device_drops)?;
         stats.set_item(format!("{name}_unclassified"), p.unclassified)?;
     }
+    stats.set_item("realtime", emu.forward.realtime)?;
     // Drops inside the kernels, before the emulator could see the packet (should be 0).
     stats.set_item("tun_sender_tx_dropped", emu.sender_tun.tx_dropped)?;
     stats.set_item("tun_receiver_rx_dropped", emu.receiver_tun.rx_dropped)?;
     stats.set_item("setup_secs", emu.setup_secs)?;
-    let goodput = PyList::empty(py);
+    // Per flow (None where it does not apply): the receiving application's goodput, and for
+    // kernel flows the kernel's own RTT figures from TCP_INFO.
+    let (goodput, srtt, min_rtt) = (PyList::empty(py), PyList::empty(py), PyList::empty(py));
     for f in &emu.flows {
-        goodput.append(if f.app.bytes > 0 { Some(f.app.goodput_mbps()) } else { None })?;
+        goodput.append((f.app.bytes > 0).then(|| f.app.goodput_mbps()))?;
+        srtt.append(f.tcp.median_srtt_us().map(|us| us / 1e3))?;
+        min_rtt.append((!f.tcp.samples.is_empty()).then(|| f.tcp.min_rtt_us() as f64 / 1e3))?;
     }
     stats.set_item("app_goodput_mbps", goodput)?;
+    stats.set_item("tcp_srtt_median_ms", srtt)?;
+    stats.set_item("tcp_min_rtt_ms", min_rtt)?;
     Ok(d)
 }
