@@ -33,7 +33,14 @@ pub trait CongestionControl: Send {
     /// The sender was idle (nothing in flight, nothing to send) for `idle_for` before `now`.
     fn on_idle_restart(&mut self, _now: Time, _idle_for: Time, _ctx: &mut CcContext) {}
 
-    /// Receiver feedback carried on an ACK.
+    /// Packets declared lost outside ACK processing: by the loss timer (RACK's time threshold
+    /// with no ACK arriving) or by the retransmission timer (then just before `on_rto`). Losses
+    /// found while processing an ACK come in `AckEvent::lost` instead; controllers that account
+    /// for every packet (PCC's monitor intervals) need both.
+    fn on_packets_lost(&mut self, _now: Time, _lost: &[LostPacket], _ctx: &mut CcContext) {}
+
+    /// Receiver feedback carried on an ACK (see [`crate::agent::ReceiverAgent`]), delivered
+    /// before the ACK's acknowledgements are processed.
     fn on_feedback(&mut self, _now: Time, _fb: &Feedback, _ctx: &mut CcContext) {}
 
     /// The next time the controller wants `on_timer`, if any.

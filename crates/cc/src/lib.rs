@@ -1,6 +1,7 @@
 //! Congestion controllers behind one interface ([`CongestionControl`]), and the registry that
 //! builds them from scenario files.
 
+pub mod agent;
 pub mod bbr;
 pub mod controller;
 pub mod copa;

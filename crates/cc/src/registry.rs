@@ -344,6 +344,14 @@ pub fn build(spec: &FlowSpec, mss: u64) -> Result<Box<dyn CongestionControl>, St
     (scheme.build)(&opts, mss).map_err(join)
 }
 
+/// A flow entry's validated options (for builders other than the controller's, such as a
+/// scheme's receiver agent); errors as for [`build`].
+pub(crate) fn options(spec: &FlowSpec) -> Result<Options, String> {
+    let scheme = find(&spec.scheme).ok_or_else(|| unknown_scheme_message(&spec.scheme))?;
+    validate(scheme, &spec.options)
+        .map_err(|errs| errs.iter().map(|e| format!("`{}`: {}", e.key, e.message)).collect::<Vec<_>>().join("; "))
+}
+
 /// Checks the scheme name and the scheme options of every `[[flows]]` entry, reporting every
 /// problem found (not only the first), each located at `flows[i].<key>`.
 pub fn check(scenario: &Scenario, src: &Source) -> Result<(), ScenarioErrors> {

@@ -6,8 +6,9 @@
 //!   packet id u48, stream offset u48, send time u64 (run ns). 20 (IP) + 8 (UDP) + 24 = 52
 //!   bytes of headers, exactly the transport's `DATA_HEADER`, so a full packet is 1500 bytes on
 //!   the wire in both engines.
-//! - ACK: `'A'`, range count, 6 bytes padding, in-order stream bytes u64, largest id u64,
-//!   one-way delay u64, then three (start, end) id ranges as u64 pairs.
+//! - ACK: `'A'`, range count, flags (bit 0: receiver feedback follows), 5 bytes padding,
+//!   in-order stream bytes u64, largest id u64, one-way delay u64, then three (start, end) id
+//!   ranges as u64 pairs; with feedback, its six bytes follow.
 //!
 //! Both ends read the same monotonic clock, so the receiver's one-way-delay echo is exact.
 
@@ -16,7 +17,9 @@ use crate::sys::{cvt, cvt_size, wait_readable, Clock, RtDuty};
 use crate::topology::RECEIVER_IP;
 use cclab_cc::Rng;
 use cclab_core::scenario::{FlowSpec, Pacing, MSS};
-use cclab_transport::{AckFrame, DataPacket, Receiver, ReceiverConfig, Sender, SenderConfig, ACK_RANGES, DATA_HEADER};
+use cclab_transport::{
+    AckFrame, DataPacket, FeedbackSlot, Receiver, ReceiverConfig, Sender, SenderConfig, ACK_RANGES, DATA_HEADER,
+};
 use std::io;
 use std::net::{SocketAddrV4, UdpSocket};
 use std::os::fd::AsRawFd;
@@ -27,6 +30,8 @@ const UDP_HEADER: usize = 8;
 const IP_UDP: usize = 20 + UDP_HEADER;
 pub const DATA_HDR: usize = DATA_HEADER as usize - IP_UDP;
 const ACK_LEN: usize = 32 + 16 * ACK_RANGES;
+/// An ACK carrying a receiver agent's feedback (Sprout's forecast) is this much longer.
+const FEEDBACK_LEN: usize = cclab_cc::FEEDBACK_BYTES;
 /// Longest wait, so a stop is noticed promptly.
 const POLL_NS: u64 = 20_000_000;
 /// Socket buffers: a cwnd's worth of packets may leave in one burst.
@@ -80,6 +85,7 @@ pub fn encode_ack(a: &AckFrame, buf: &mut [u8]) -> usize {
     buf[..ACK_LEN].fill(0);
     buf[0] = TAG_ACK;
     buf[1] = a.n_ranges;
+    buf[2] = u8::from(a.feedback.get().is_some());
     buf[8..16].copy_from_slice(&a.stream_cum.to_be_bytes());
     buf[16..24].copy_from_slice(&a.largest.to_be_bytes());
     buf[24..32].copy_from_slice(&a.one_way_delay.to_be_bytes());
@@ -87,7 +93,13 @@ pub fn encode_ack(a: &AckFrame, buf: &mut [u8]) -> usize {
         buf[32 + 16 * i..40 + 16 * i].copy_from_slice(&s.to_be_bytes());
         buf[40 + 16 * i..48 + 16 * i].copy_from_slice(&e.to_be_bytes());
     }
-    ACK_LEN
+    match a.feedback.get() {
+        Some(fb) => {
+            buf[ACK_LEN..ACK_LEN + FEEDBACK_LEN].copy_from_slice(&fb);
+            ACK_LEN + FEEDBACK_LEN
+        }
+        None => ACK_LEN,
+    }
 }
 
 pub fn decode_ack(b: &[u8]) -> Option<AckFrame> {
@@ -103,6 +115,12 @@ pub fn decode_ack(b: &[u8]) -> Option<AckFrame> {
     };
     for i in 0..ACK_RANGES {
         a.ranges[i] = (get64(&b[32 + 16 * i..40 + 16 * i]), get64(&b[40 + 16 * i..48 + 16 * i]));
+    }
+    if b[2] & 1 != 0 {
+        if b.len() < ACK_LEN + FEEDBACK_LEN {
+            return None;
+        }
+        a.feedback = FeedbackSlot::new(Some(b[ACK_LEN..ACK_LEN + FEEDBACK_LEN].try_into().expect("length checked")));
     }
     Some(a)
 }
@@ -135,10 +153,13 @@ pub fn bind_receiver(port: u16) -> io::Result<UdpSocket> {
 /// Receives data, acknowledges it (immediately or delayed, as the flow says) until stopped.
 pub fn receive(sock: UdpSocket, spec: &FlowSpec, clock: Clock, rt: Option<i32>, stop: &Stop) -> io::Result<AppBytes> {
     let mut duty = RtDuty::start(rt, &clock);
-    let mut rx = Receiver::new(ReceiverConfig { delayed_ack: spec.delayed_ack, ..Default::default() });
+    // Two-sided schemes (Sprout) run their receiver agent here, as in the simulator.
+    let agent = cclab_cc::agent::build(spec, MSS).map_err(io::Error::other)?;
+    let mut rx =
+        Receiver::new(ReceiverConfig { delayed_ack: spec.delayed_ack, ..Default::default() }).with_agent(agent);
     let mut got = AppBytes::default();
     let mut buf = vec![0u8; 65536];
-    let mut out = [0u8; ACK_LEN];
+    let mut out = [0u8; ACK_LEN + FEEDBACK_LEN];
     let mut peer = None;
     while !stop.now() {
         let now = clock.now();
@@ -295,8 +316,15 @@ mod tests {
             largest: 8,
             stream_cum: 4344,
             one_way_delay: 10_000_000,
+            feedback: FeedbackSlot::NONE,
         };
         let n = encode_ack(&a, &mut b);
+        assert_eq!(n, ACK_LEN);
+        assert_eq!(decode_ack(&b[..n]), Some(a));
+        assert_eq!(decode_ack(&b[..n - 1]), None);
+        let a = AckFrame { feedback: FeedbackSlot::new(Some([1, 2, 3, 4, 5, 255])), ..a };
+        let n = encode_ack(&a, &mut b);
+        assert_eq!(n, ACK_LEN + FEEDBACK_LEN);
         assert_eq!(decode_ack(&b[..n]), Some(a));
         assert_eq!(decode_ack(&b[..n - 1]), None);
     }

@@ -377,6 +377,10 @@ pub fn simulate(
         let spec = &scenario.flows[inst.spec];
         let cc =
             cclab_cc::registry::build(spec, MSS).map_err(|e| SimError::Input(format!("flows[{}]: {e}", inst.spec)))?;
+        // Two-sided schemes (Sprout) also get a receiver agent; the receiver's timer, which the
+        // loop below already runs for delayed ACKs, runs the agent's too.
+        let agent =
+            cclab_cc::agent::build(spec, MSS).map_err(|e| SimError::Input(format!("flows[{}]: {e}", inst.spec)))?;
         let extra = spec.extra_rtt.ns();
         let access = (extra > 0).then(|| {
             pipes.push(Pipe { delay: extra / 2, dest: Dest::Bottleneck, q: VecDeque::new() });
@@ -401,7 +405,8 @@ pub fn simulate(
         });
         flows.push(Flow {
             sender: Sender::new(cfg, cc, rng),
-            receiver: Receiver::new(ReceiverConfig { delayed_ack: spec.delayed_ack, ..Default::default() }),
+            receiver: Receiver::new(ReceiverConfig { delayed_ack: spec.delayed_ack, ..Default::default() })
+                .with_agent(agent),
             access,
             reverse,
             timer_at: None,

@@ -304,6 +304,10 @@ impl Sender {
         if !self.active {
             return;
         }
+        if let Some(payload) = ack.feedback.get() {
+            // Receiver feedback first: it may come on an ACK that acknowledges nothing new.
+            self.deliver_feedback(now, cclab_cc::Feedback { payload, largest_received: ack.largest });
+        }
         let prior_in_flight = self.in_flight;
         let prior_largest = self.largest_acked;
         let floor = prior_largest.map_or(0, |l| l + 1);
@@ -421,6 +425,14 @@ impl Sender {
         self.pop_resolved();
         self.rto_deadline = (self.in_flight > 0).then(|| now + self.rtt.rto());
         self.mark_app_limited();
+    }
+
+    /// Out of line and cold: only two-sided schemes (Sprout) get feedback.
+    #[cold]
+    #[inline(never)]
+    fn deliver_feedback(&mut self, now: Time, fb: cclab_cc::Feedback) {
+        let mss = self.cfg.mss;
+        self.cc.on_feedback(now, &fb, &mut CcContext { mss, rng: &mut self.rng });
     }
 
     /// Linux's tcp_is_cwnd_limited: in slow start, the window is used if it is less than twice
@@ -558,6 +570,10 @@ impl Sender {
             self.lost_buf.clear();
             self.detect_losses(now);
             let lost = std::mem::take(&mut self.lost_buf);
+            if !lost.is_empty() {
+                let mss = self.cfg.mss;
+                self.cc.on_packets_lost(now, &lost, &mut CcContext { mss, rng: &mut self.rng });
+            }
             self.report_congestion(now, &lost, prior);
             self.lost_buf = lost;
             self.pop_resolved();
@@ -578,6 +594,13 @@ impl Sender {
                 self.declare_lost(id, LossCause::Rto);
             }
         }
+        // Controllers that account per packet hear of these losses before the timeout itself.
+        let lost = std::mem::take(&mut self.lost_buf);
+        if !lost.is_empty() {
+            let mss = self.cfg.mss;
+            self.cc.on_packets_lost(now, &lost, &mut CcContext { mss, rng: &mut self.rng });
+        }
+        self.lost_buf = lost;
         self.lost_buf.clear();
         self.pop_resolved();
         self.first_unresolved = self.next_id;
