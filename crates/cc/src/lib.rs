@@ -8,6 +8,7 @@ pub mod copa;
 pub mod cubic;
 pub mod filters;
 pub mod fixed;
+pub mod ledbat;
 pub mod newreno;
 pub mod registry;
 pub mod types;

@@ -22,6 +22,7 @@ static SCHEMES: &[Scheme] = &[
     crate::vegas::SCHEME,
     crate::bbr::SCHEME,
     crate::copa::SCHEME,
+    crate::ledbat::SCHEME,
 ];
 
 /// The keys of a `[[flows]]` entry that the scenario schema itself owns (`FlowSpec`'s fields);
@@ -422,7 +423,7 @@ mod tests {
             assert!(cc.cwnd() >= 2 * MSS);
         }
         let names: Vec<_> = schemes().iter().map(|s| s.name).collect();
-        assert_eq!(names, ["newreno", "cubic", "fixed", "vegas", "bbr", "copa"]);
+        assert_eq!(names, ["newreno", "cubic", "fixed", "vegas", "bbr", "copa", "ledbat"]);
     }
 
     #[test]
