@@ -10,6 +10,7 @@ pub mod filters;
 pub mod fixed;
 pub mod ledbat;
 pub mod newreno;
+pub mod pcc;
 pub mod registry;
 pub mod types;
 pub mod vegas;

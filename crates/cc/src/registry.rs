@@ -23,6 +23,8 @@ static SCHEMES: &[Scheme] = &[
     crate::bbr::SCHEME,
     crate::copa::SCHEME,
     crate::ledbat::SCHEME,
+    crate::pcc::ALLEGRO,
+    crate::pcc::VIVACE,
 ];
 
 /// The keys of a `[[flows]]` entry that the scenario schema itself owns (`FlowSpec`'s fields);
@@ -423,7 +425,7 @@ mod tests {
             assert!(cc.cwnd() >= 2 * MSS);
         }
         let names: Vec<_> = schemes().iter().map(|s| s.name).collect();
-        assert_eq!(names, ["newreno", "cubic", "fixed", "vegas", "bbr", "copa", "ledbat"]);
+        assert_eq!(names, ["newreno", "cubic", "fixed", "vegas", "bbr", "copa", "ledbat", "pcc-allegro", "pcc-vivace"]);
     }
 
     #[test]
