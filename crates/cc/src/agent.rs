@@ -50,7 +50,7 @@ pub trait ReceiverAgent: Send + std::fmt::Debug {
 pub type AgentBuilder = fn(&registry::Options, u64) -> Box<dyn ReceiverAgent>;
 
 /// The schemes that have a receiver agent, by name. Adding one is one line here.
-static AGENTS: &[(&str, AgentBuilder)] = &[];
+static AGENTS: &[(&str, AgentBuilder)] = &[("sprout", crate::sprout::build_agent)];
 
 /// Whether the named scheme has a receiver agent.
 pub fn has_agent(scheme: &str) -> bool {

@@ -12,6 +12,7 @@ pub mod ledbat;
 pub mod newreno;
 pub mod pcc;
 pub mod registry;
+pub mod sprout;
 pub mod types;
 pub mod vegas;
 

@@ -25,6 +25,7 @@ static SCHEMES: &[Scheme] = &[
     crate::ledbat::SCHEME,
     crate::pcc::ALLEGRO,
     crate::pcc::VIVACE,
+    crate::sprout::SCHEME,
 ];
 
 /// The keys of a `[[flows]]` entry that the scenario schema itself owns (`FlowSpec`'s fields);
@@ -425,7 +426,10 @@ mod tests {
             assert!(cc.cwnd() >= 2 * MSS);
         }
         let names: Vec<_> = schemes().iter().map(|s| s.name).collect();
-        assert_eq!(names, ["newreno", "cubic", "fixed", "vegas", "bbr", "copa", "ledbat", "pcc-allegro", "pcc-vivace"]);
+        assert_eq!(
+            names,
+            ["newreno", "cubic", "fixed", "vegas", "bbr", "copa", "ledbat", "pcc-allegro", "pcc-vivace", "sprout"]
+        );
     }
 
     #[test]
