@@ -50,4 +50,6 @@ fn sprout_keeps_delay_near_its_target_on_a_cellular_trace() {
 #[test]
 fn sweep_is_deterministic_conserving_and_panic_free() {
     sweep("scheme = \"sprout\"");
+    // The agent's path through the receiver's delayed-ACK logic.
+    sweep("scheme = \"sprout\"\ndelayed_ack = true");
 }

@@ -273,3 +273,69 @@ mod tests {
         assert_eq!(a.largest, 6);
     }
 }
+
+#[cfg(test)]
+mod agent_tests {
+    use super::*;
+    use cclab_cc::FEEDBACK_BYTES;
+
+    /// Counts packets, feeds the count back, and wants a heartbeat ACK every 100 ns.
+    #[derive(Debug, Default)]
+    struct Counter {
+        packets: u8,
+        next: Time,
+    }
+
+    impl ReceiverAgent for Counter {
+        fn name(&self) -> &'static str {
+            "counter"
+        }
+        fn on_data(&mut self, _now: Time, _pkt: &ReceivedPacket) {
+            self.packets += 1;
+        }
+        fn next_timer(&self) -> Option<Time> {
+            Some(self.next)
+        }
+        fn on_timer(&mut self, now: Time) -> bool {
+            self.next = now + 100;
+            true
+        }
+        fn feedback(&mut self, now: Time) -> Option<[u8; FEEDBACK_BYTES]> {
+            self.next = now + 100;
+            Some([self.packets, 0, 0, 0, 0, 0])
+        }
+    }
+
+    fn pkt(id: u64) -> DataPacket {
+        DataPacket { id, offset: id * 1000, len: 1000, sent: 0, retransmission: false }
+    }
+
+    #[test]
+    fn feedback_rides_on_acks_and_the_agent_timer_sends_a_heartbeat() {
+        let agent: Box<dyn ReceiverAgent> = Box::new(Counter { packets: 0, next: 100 });
+        let mut r = Receiver::new(ReceiverConfig::default()).with_agent(Some(agent));
+        assert_eq!(r.next_timeout(), Some(100));
+        let a = r.on_data(10, &pkt(0)).unwrap();
+        assert_eq!(a.feedback.get(), Some([1, 0, 0, 0, 0, 0]));
+        assert_eq!(r.next_timeout(), Some(110), "each ACK pushes the heartbeat back");
+        assert!(r.on_timeout(50).is_none());
+        let hb = r.on_timeout(110).expect("a feedback-only ACK");
+        assert_eq!((hb.largest, hb.feedback.get()), (0, Some([1, 0, 0, 0, 0, 0])));
+        assert_eq!(r.next_timeout(), Some(210));
+        // Without an agent, ACKs carry nothing.
+        let mut plain = Receiver::new(ReceiverConfig::default());
+        assert_eq!(plain.on_data(10, &pkt(0)).unwrap().feedback.get(), None);
+    }
+
+    #[test]
+    fn delayed_acks_and_the_agent_timer_share_one_deadline() {
+        let agent: Box<dyn ReceiverAgent> = Box::new(Counter { packets: 0, next: 1_000_000_000 });
+        let cfg = ReceiverConfig { delayed_ack: true, delayed_ack_timeout: 40 };
+        let mut r = Receiver::new(cfg).with_agent(Some(agent));
+        assert!(r.on_data(10, &pkt(0)).is_none(), "the first packet waits for a second");
+        assert_eq!(r.next_timeout(), Some(50), "the delayed-ACK deadline comes before the agent's");
+        let a = r.on_timeout(50).expect("the delayed ACK");
+        assert_eq!(a.feedback.get(), Some([1, 0, 0, 0, 0, 0]));
+        assert_eq!(r.next_timeout(), Some(150), "then only the agent's timer");
+    }
+}
