@@ -33,9 +33,19 @@ pub struct TcpSample {
     /// Smoothed RTT and the connection's minimum RTT, µs.
     pub srtt_us: u32,
     pub min_rtt_us: u32,
-    /// Congestion window, segments.
+    /// Congestion window and segments in flight (sent, not yet acked).
     pub cwnd: u32,
+    pub unacked: u32,
     pub total_retrans: u32,
+    /// Pacing rate and the last delivery-rate sample, bytes/s.
+    pub pacing_rate: u64,
+    pub delivery_rate: u64,
+    /// BBR's own estimates when the controller is BBR (TCP_CC_INFO), else 0: bottleneck
+    /// bandwidth (bytes/s), min RTT (µs), and its gains ×256.
+    pub bbr_bw: u64,
+    pub bbr_min_rtt_us: u32,
+    pub bbr_pacing_gain: u32,
+    pub bbr_cwnd_gain: u32,
 }
 
 /// The sender's TCP_INFO readings, every 10 ms: the kernel controller's trace.
@@ -65,21 +75,56 @@ fn tcp_info(fd: RawFd, t: u64) -> io::Result<TcpSample> {
     let mut len = buf.len() as libc::socklen_t;
     // SAFETY: buf/len describe a writable buffer; the kernel writes at most len bytes.
     cvt(unsafe { libc::getsockopt(fd, libc::IPPROTO_TCP, libc::TCP_INFO, buf.as_mut_ptr().cast(), &mut len) })?;
-    let u32_at = |o: usize| {
-        if o + 4 <= len as usize {
-            u32::from_ne_bytes(buf[o..o + 4].try_into().expect("4 bytes"))
-        } else {
-            0
-        }
-    };
+    let (srtt_us, cwnd, total_retrans, min_rtt_us, unacked) = (
+        ne_u32(&buf, len, 68),
+        ne_u32(&buf, len, 80),
+        ne_u32(&buf, len, 100),
+        ne_u32(&buf, len, 148),
+        ne_u32(&buf, len, 24),
+    );
+    let (pacing_rate, delivery_rate) = (ne_u64(&buf, len, 104), ne_u64(&buf, len, 160));
+    // struct tcp_bbr_info: bw_lo, bw_hi, min_rtt, pacing_gain, cwnd_gain (u32 each).
+    let mut cc = [0u8; 20];
+    let mut cc_len = cc.len() as libc::socklen_t;
+    // SAFETY: as above; controllers without TCP_CC_INFO data return length 0.
+    let ok = unsafe { libc::getsockopt(fd, libc::IPPROTO_TCP, TCP_CC_INFO, cc.as_mut_ptr().cast(), &mut cc_len) } == 0;
+    let bbr = ok && cc_len as usize == cc.len();
+    let field = |i: usize| if bbr { ne_u32(&cc, cc_len, 4 * i) } else { 0 };
     Ok(TcpSample {
         t,
         ca_state: buf[1],
-        srtt_us: u32_at(68),
-        cwnd: u32_at(80),
-        total_retrans: u32_at(100),
-        min_rtt_us: u32_at(148),
+        srtt_us,
+        min_rtt_us,
+        cwnd,
+        unacked,
+        total_retrans,
+        pacing_rate,
+        delivery_rate,
+        bbr_bw: (field(1) as u64) << 32 | field(0) as u64,
+        bbr_min_rtt_us: field(2),
+        bbr_pacing_gain: field(3),
+        bbr_cwnd_gain: field(4),
     })
+}
+
+/// `TCP_CC_INFO` (linux/tcp.h): the congestion control's own state.
+const TCP_CC_INFO: libc::c_int = 26;
+
+/// A native-endian field of a getsockopt result, 0 where the kernel wrote less.
+fn ne_u32(buf: &[u8], len: libc::socklen_t, o: usize) -> u32 {
+    if o + 4 <= len as usize {
+        u32::from_ne_bytes(buf[o..o + 4].try_into().expect("4 bytes"))
+    } else {
+        0
+    }
+}
+
+fn ne_u64(buf: &[u8], len: libc::socklen_t, o: usize) -> u64 {
+    if o + 8 <= len as usize {
+        u64::from_ne_bytes(buf[o..o + 8].try_into().expect("8 bytes"))
+    } else {
+        0
+    }
 }
 
 /// Opens the listening socket in the receiver's namespace, before the run's clock starts. With

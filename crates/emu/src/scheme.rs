@@ -45,7 +45,8 @@ fn wrapper_path(path: &str, base_dir: &Path) -> PathBuf {
 
 /// Keys of a flow entry that only the UDP transport can honour, with their defaults: a kernel or
 /// external scheme with anything else set would silently not do what the file says. (`rwnd`
-/// works for kernel flows too: the receiver clamps its advertised window.)
+/// works for kernel flows too: the receiver clamps its advertised window; and `delayed_ack =
+/// true` describes what a Linux receiver does anyway.)
 fn transport_only_keys(spec: &FlowSpec, kernel: bool) -> Vec<&'static str> {
     let mut keys = Vec::new();
     if spec.rwnd.is_some() && !kernel {
@@ -54,7 +55,9 @@ fn transport_only_keys(spec: &FlowSpec, kernel: bool) -> Vec<&'static str> {
     if spec.pacing != Pacing::Auto {
         keys.push("pacing");
     }
-    if spec.delayed_ack {
+    // Linux receivers always delay ACKs (with quick-ACK phases), which is what `delayed_ack`
+    // asks the simulator for; only the external programs' ACK policy is unknown.
+    if spec.delayed_ack && !kernel {
         keys.push("delayed_ack");
     }
     if spec.min_rto != Dur::from_millis(200) {

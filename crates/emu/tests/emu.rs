@@ -114,6 +114,73 @@ fn kernel_cubic_on_a_12_mbps_link() {
 }
 
 #[test]
+fn staggered_flows_start_and_stop_on_schedule() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !can_run() {
+        return;
+    }
+    // Copa's departure pattern in miniature: flow 0 runs [0, 3 s), flow 1 [1 s, 2 s).
+    let out = emulate(
+        r#"
+        duration = "3500ms"
+        [link]
+        rate = "12Mbps"
+        delay = "10ms"
+        queue = "1bdp"
+        [[flows]]
+        scheme = "kernel:reno"
+        count = 2
+        every = "1s"
+        leave = "lifo"
+        "#,
+    );
+    conserved(&out);
+    let log = out.run.packets.as_ref().unwrap();
+    for (flow, start, stop) in [(0u32, 0u64, 3_000_000_000u64), (1, 1_000_000_000, 2_000_000_000)] {
+        let sent: Vec<u64> = (0..log.len())
+            .filter(|&i| log.flow[i] == flow && log.kind[i] == PacketKind::Data as u8)
+            .map(|i| log.sent[i])
+            .collect();
+        let (first, last) = (*sent.iter().min().unwrap(), *sent.iter().max().unwrap());
+        // The connection opens at the start; after the stop only the abort (RST) may leave,
+        // within the few ms the sender needs to notice its stop time.
+        assert!(first >= start && first < start + 50_000_000, "flow {flow} first sent at {first}");
+        assert!(last >= stop - 100_000_000 && last < stop + 30_000_000, "flow {flow} last sent at {last}");
+    }
+    // While both run they share the link.
+    let m = &out.run.metrics;
+    assert!(m.flows[1].throughput_mbps > 2.0, "{:?}", m.flows[1]);
+}
+
+#[test]
+fn refuses_without_privileges() {
+    // Run the binary as an unprivileged user (util-linux setpriv), where it must refuse with a
+    // message saying what it needs.
+    if Command::new("setpriv").arg("--version").output().is_err() || !can_run() {
+        eprintln!("skipped: needs root and setpriv");
+        return;
+    }
+    let dir = temp_dir("nopriv");
+    let scenario = dir.join("s.toml");
+    std::fs::write(&scenario, "[link]\nrate = \"12Mbps\"\n[[flows]]\nscheme = \"kernel:cubic\"\n").unwrap();
+    std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let bin = std::env::temp_dir().join(format!("cclab-emu-nopriv-{}", std::process::id()));
+    std::fs::copy(env!("CARGO_BIN_EXE_cclab-emu"), &bin).unwrap();
+    let out = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all"])
+        .arg(&bin)
+        .arg(&scenario)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("the emulator cannot run here: it needs CAP_NET_ADMIN and CAP_SYS_ADMIN"), "{stderr}");
+    assert!(stderr.contains("run it as root"), "{stderr}");
+    std::fs::remove_file(bin).ok();
+    std::fs::remove_dir_all(dir).ok();
+}
+
+#[test]
 fn cclab_controller_over_udp() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     if !can_run() {

@@ -38,7 +38,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--runs", type=int, default=1, help="runs per scheme and engine")
     parser.add_argument("--seed", type=int, help="seed of the first run (default: the scenario's)")
     parser.add_argument(
-        "--out", type=Path, metavar="DIR", help="also write every run directory here"
+        "--out",
+        type=Path,
+        metavar="DIR",
+        help="also write every run directory here, and the comparison as compare.json",
     )
     parser.add_argument("--json", action="store_true", help="print the comparison as JSON")
     add_set_argument(parser)
@@ -105,6 +108,8 @@ def execute(args: argparse.Namespace) -> int:
             )
         except CompareError as e:
             raise CommandError(str(e)) from e
+    if args.out is not None:
+        (args.out / "compare.json").write_text(json.dumps(result.to_dict(), indent=2) + "\n")
     if args.json:
         print(json.dumps(result.to_dict(), indent=2))
     else:
