@@ -81,11 +81,32 @@ pub fn run_emu<'py>(
         cclab_emu::run(&scenario, &opts, &mut hook)
     });
     match outcome {
-        Ok(out) => to_dict(py, &scenario, out),
+        Ok(out) => {
+            warn_if_late(py, &out)?;
+            to_dict(py, &scenario, out)
+        }
         Err(EmuError::Interrupted(m)) => Err(stopped_by.unwrap_or_else(|| errors::interrupted(&m))),
         Err(EmuError::Scenario(e)) => Err(errors::scenario_error(py, &e)),
         Err(e) => Err(errors::simulation_error(py, &e.to_string())),
     }
+}
+
+/// Lateness beyond this means the emulator did not keep up with the link (or the machine was
+/// too busy): the run's delays are then partly the emulator's, and the user should know.
+const LATE_WARNING_US: f64 = 1000.0;
+
+fn warn_if_late(py: Python<'_>, out: &EmuOutput) -> PyResult<()> {
+    let late = out.emu.forward.lateness_quantile_us(0.99).max(out.emu.reverse.lateness_quantile_us(0.99));
+    if late > LATE_WARNING_US {
+        let msg = format!(
+            "the emulator delivered 1% of packets more than {:.1} ms after the link model's time (a link \
+             faster than it can carry, or a busy machine); delays in this run are partly its own",
+            late / 1e3
+        );
+        let category = py.get_type::<pyo3::exceptions::PyRuntimeWarning>();
+        PyErr::warn(py, &category, &std::ffi::CString::new(msg).expect("no NUL"), 1)?;
+    }
+    Ok(())
 }
 
 fn to_dict<'py>(py: Python<'py>, scenario: &Scenario, out: EmuOutput) -> PyResult<Bound<'py, PyDict>> {
