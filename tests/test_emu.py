@@ -40,6 +40,8 @@ def test_run_on_the_emulator_writes_a_run_directory(cli, write_scenario, tmp_pat
     )
     assert code == 0, err
     assert "kernel:cubic" in stdout
+    assert "emulated in real time" in stdout
+    assert "timing error p99" in stdout
     meta = json.loads((out / "meta.json").read_text())
     assert meta["complete"] is True
     assert meta["engine"] == "emu"
