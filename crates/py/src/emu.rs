@@ -2,13 +2,12 @@
 //! same dict (same packet records, same metrics code), with `engine = "emu"` and the emulator's
 //! own figures (timing error, device drops, per-flow application goodput) added to `stats`.
 
-use crate::{errors, output, overrides, INLINE_FILE, PROGRESS_EVERY};
+use crate::{errors, output, overrides, progress, INLINE_FILE};
 use cclab_core::scenario::{merge_overrides, Scenario, ScenarioErrors};
 use cclab_emu::{EmuError, EmuOptions, EmuOutput};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
 /// Adds `run_emu` and `validate_emu` to the module.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -57,29 +56,8 @@ pub fn run_emu<'py>(
     let (scenario, base_dir) = load(source, is_path, overrides_json).map_err(|e| errors::scenario_error(py, &e))?;
     let opts = EmuOptions { log_packets, base_dir, ..EmuOptions::default() };
     let duration_ns = scenario.duration.ns();
-    let mut stopped_by: Option<PyErr> = None;
-    let outcome = py.detach(|| {
-        let mut last_call = Instant::now();
-        let mut hook = |run_ns: u64| -> Result<(), String> {
-            if last_call.elapsed() < PROGRESS_EVERY {
-                return Ok(());
-            }
-            last_call = Instant::now();
-            Python::attach(|py| {
-                py.check_signals()?;
-                if let Some(callback) = &progress {
-                    callback.call1(py, (run_ns, duration_ns))?;
-                }
-                Ok(())
-            })
-            .map_err(|e: PyErr| {
-                let message = e.to_string();
-                stopped_by = Some(e);
-                message
-            })
-        };
-        cclab_emu::run(&scenario, &opts, &mut hook)
-    });
+    let (outcome, stopped_by) =
+        progress::run_detached(py, progress, duration_ns, |hook| cclab_emu::run(&scenario, &opts, hook));
     match outcome {
         Ok(out) => {
             warn_if_late(py, &out)?;

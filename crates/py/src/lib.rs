@@ -7,6 +7,7 @@ mod emu;
 mod errors;
 mod output;
 mod overrides;
+mod progress;
 mod schemes;
 
 use cclab_core::scenario::{merge_overrides, Scenario, ScenarioErrors};
@@ -14,11 +15,6 @@ use cclab_sim::{RunOptions, SimError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use std::path::Path;
-use std::time::{Duration, Instant};
-
-/// How often, at most, a running simulation re-acquires the GIL to call the progress callback
-/// and to look for Ctrl-C.
-const PROGRESS_EVERY: Duration = Duration::from_millis(250);
 
 /// What errors call a scenario given inline (as a dict) rather than as a file.
 const INLINE_FILE: &str = "<scenario dict>";
@@ -62,31 +58,8 @@ fn run<'py>(
     let scenario = load(source, is_path, overrides_json).map_err(|e| errors::scenario_error(py, &e))?;
     let opts = RunOptions { log_packets };
     let duration_ns = scenario.duration.ns();
-    // The Python exception that stopped the run (KeyboardInterrupt, or one raised by the
-    // callback), re-raised as it is once the GIL is back.
-    let mut stopped_by: Option<PyErr> = None;
-    let outcome = py.detach(|| {
-        let mut last_call = Instant::now();
-        let mut hook = |sim_ns: u64| -> Result<(), String> {
-            if last_call.elapsed() < PROGRESS_EVERY {
-                return Ok(());
-            }
-            last_call = Instant::now();
-            Python::attach(|py| {
-                py.check_signals()?;
-                if let Some(callback) = &progress {
-                    callback.call1(py, (sim_ns, duration_ns))?;
-                }
-                Ok(())
-            })
-            .map_err(|e: PyErr| {
-                let message = e.to_string();
-                stopped_by = Some(e);
-                message
-            })
-        };
-        cclab_sim::run(&scenario, &opts, &mut hook)
-    });
+    let (outcome, stopped_by) =
+        progress::run_detached(py, progress, duration_ns, |hook| cclab_sim::run(&scenario, &opts, hook));
     match outcome {
         Ok(out) => output::to_dict(py, &scenario, out),
         Err(SimError::Interrupted(message)) => Err(stopped_by.unwrap_or_else(|| errors::interrupted(&message))),
