@@ -127,19 +127,12 @@ fn ne_u64(buf: &[u8], len: libc::socklen_t, o: usize) -> u64 {
     }
 }
 
-/// Opens the listening socket in the receiver's namespace, before the run's clock starts. With
-/// `rwnd`, the connection's advertised window is clamped to it (TCP_WINDOW_CLAMP, inherited by
-/// the accepted socket), as the scenario's `rwnd` caps the simulator's flows.
-pub fn listen(ns: &NetNs, port: u16, rwnd: Option<u64>) -> io::Result<TcpListener> {
+/// Opens the listening socket in the receiver's namespace, before the run's clock starts.
+pub fn listen(ns: &NetNs, port: u16) -> io::Result<TcpListener> {
     ns.run(|| {
         let l = TcpListener::bind(SocketAddrV4::new(RECEIVER_IP, port))
             .map_err(|e| io::Error::new(e.kind(), format!("listening on port {port}: {e}")))?;
         l.set_nonblocking(true)?;
-        if let Some(w) = rwnd {
-            let clamp = w.min(i32::MAX as u64) as libc::c_int;
-            setsockopt(l.as_raw_fd(), libc::IPPROTO_TCP, libc::TCP_WINDOW_CLAMP, &clamp)
-                .map_err(|e| io::Error::new(e.kind(), format!("clamping the window to {w} bytes: {e}")))?;
-        }
         Ok(l)
     })
 }

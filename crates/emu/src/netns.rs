@@ -6,7 +6,7 @@
 //! removes each namespace together with the TUN devices and sockets inside it; there is no
 //! persistent name that could be left behind. (Child processes, which would also hold a
 //! namespace, are killed with the run: see `process.rs`.) For debugging a live run,
-//! `nsenter --net=/proc/<pid>/fd/<fd>` enters one; [`NetNs::path`] gives that path.
+//! `nsenter --net=/proc/<pid>/fd/<fd>` enters one (`ls -l /proc/<pid>/fd` shows `net:[...]`).
 
 use crate::sys::cvt;
 use std::ffi::CString;
@@ -56,12 +56,6 @@ impl NetNs {
             .join()
             .expect("namespace set-up threads do not panic")
         })
-    }
-
-    /// `/proc/<pid>/fd/<n>`: a path that `nsenter --net=` and `ip netns exec`-like tools accept
-    /// while the run is alive.
-    pub fn path(&self) -> String {
-        format!("/proc/{}/fd/{}", std::process::id(), self.fd.as_raw_fd())
     }
 }
 

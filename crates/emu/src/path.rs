@@ -151,6 +151,14 @@ struct Line {
     q: VecDeque<(u64, Pkt)>,
 }
 
+/// A stage of the path with something due.
+#[derive(Clone, Copy, Debug)]
+enum Stage {
+    Access(usize),
+    Link,
+    Prop,
+}
+
 /// Where a packet goes after its access line.
 enum Next {
     Bottleneck,
@@ -412,54 +420,47 @@ impl<'a> Path<'a> {
         }
     }
 
-    /// The earliest model time at which something is due.
-    fn next_due(&self) -> Option<u64> {
-        let mut t = self.prop.q.front().map(|x| x.0);
-        let mut consider = |x: Option<u64>| {
-            if let Some(x) = x {
-                t = Some(t.map_or(x, |t: u64| t.min(x)));
+    /// The earliest due stage: ties go to upstream stages first (access lines, then the
+    /// bottleneck, then propagation), as in the simulator where an earlier-scheduled event runs
+    /// first.
+    fn earliest(&self) -> Option<(u64, Stage)> {
+        let mut best: Option<(u64, Stage)> = None;
+        let mut consider = |t: Option<u64>, stage: Stage| {
+            if let Some(t) = t {
+                if best.is_none_or(|b| t < b.0) {
+                    best = Some((t, stage));
+                }
             }
         };
         for &i in &self.busy_access {
-            consider(self.access[i].as_ref().and_then(|l| l.q.front()).map(|x| x.0));
+            consider(self.access[i].as_ref().and_then(|l| l.q.front()).map(|x| x.0), Stage::Access(i));
         }
-        consider(self.cfg.link.as_ref().and_then(|l| l.next_event()));
-        t
+        consider(self.cfg.link.as_ref().and_then(|l| l.next_event()), Stage::Link);
+        consider(self.prop.q.front().map(|x| x.0), Stage::Prop);
+        best
+    }
+
+    /// The earliest model time at which something is due.
+    fn next_due(&self) -> Option<u64> {
+        self.earliest().map(|(t, _)| t)
     }
 
     /// Serves, in model-time order, everything due at or before `now`.
     fn advance(&mut self, now: u64) {
-        loop {
-            // The earliest due source; ties go to upstream stages first, as in the simulator
-            // where an arrival scheduled earlier runs first.
-            let mut best: Option<(u64, usize)> = None; // (time, source): source = line index, or MAX-1 link, MAX prop
-            for &i in &self.busy_access {
-                if let Some(&(t, _)) = self.access[i].as_ref().and_then(|l| l.q.front()) {
-                    if best.is_none_or(|b| t < b.0) {
-                        best = Some((t, i));
-                    }
-                }
-            }
-            if let Some(t) = self.cfg.link.as_ref().and_then(|l| l.next_event()) {
-                if best.is_none_or(|b| t < b.0) {
-                    best = Some((t, usize::MAX - 1));
-                }
-            }
-            if let Some(&(t, _)) = self.prop.q.front() {
-                if best.is_none_or(|b| t < b.0) {
-                    best = Some((t, usize::MAX));
-                }
-            }
-            let Some((t, source)) = best else { break };
+        while let Some((t, stage)) = self.earliest() {
             if t > now {
                 break;
             }
-            match source {
-                usize::MAX => {
-                    let (t, p) = self.prop.q.pop_front().expect("head exists");
-                    self.write_out(t, p);
+            match stage {
+                Stage::Access(i) => {
+                    let line = self.access[i].as_mut().expect("busy line");
+                    let (t, p) = line.q.pop_front().expect("head exists");
+                    if line.q.is_empty() {
+                        self.busy_access.retain(|&x| x != i);
+                    }
+                    self.after_access(t, p);
                 }
-                s if s == usize::MAX - 1 => {
+                Stage::Link => {
                     let link = self.cfg.link.as_mut().expect("link event");
                     let mut departures = std::mem::take(&mut self.departures);
                     // Dequeue exactly at the model time, so each packet's departure is exact.
@@ -476,13 +477,9 @@ impl<'a> Path<'a> {
                     }
                     self.departures = departures;
                 }
-                i => {
-                    let line = self.access[i].as_mut().expect("busy line");
-                    let (t, p) = line.q.pop_front().expect("head exists");
-                    if line.q.is_empty() {
-                        self.busy_access.retain(|&x| x != i);
-                    }
-                    self.after_access(t, p);
+                Stage::Prop => {
+                    let (t, p) = self.prop.q.pop_front().expect("head exists");
+                    self.write_out(t, p);
                 }
             }
         }

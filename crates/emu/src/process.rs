@@ -10,7 +10,7 @@
 
 use crate::netns::NetNs;
 use std::io::{self, Read};
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, RawFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
@@ -47,7 +47,8 @@ fn keep_tail(mut stream: impl Read + Send + 'static, sink: Arc<Mutex<Vec<u8>>>) 
 impl Program {
     /// Starts `command` (a shell command line) in `ns` with extra environment variables.
     pub fn spawn(label: &str, ns: &NetNs, command: &str, env: &[(&str, String)]) -> io::Result<Program> {
-        let ns_fd: RawFd = ns.as_raw_fd_for_child();
+        // Inherited across fork (it only closes on exec), so the child can enter it before exec.
+        let ns_fd: RawFd = ns.as_fd().as_raw_fd();
         let parent = std::process::id() as libc::pid_t;
         let mut cmd = Command::new("unshare");
         cmd.args(["--pid", "--fork", "--kill-child", "--", "sh", "-c", command])
@@ -139,13 +140,5 @@ impl Program {
 impl Drop for Program {
     fn drop(&mut self) {
         self.kill();
-    }
-}
-
-impl NetNs {
-    /// The namespace descriptor as a child process inherits it (valid between fork and exec).
-    pub(crate) fn as_raw_fd_for_child(&self) -> RawFd {
-        use std::os::fd::AsFd;
-        self.as_fd().as_raw_fd()
     }
 }

@@ -362,12 +362,8 @@ pub fn run(
     let mut setup_wait = Duration::ZERO;
     for (i, p) in plans.iter().enumerate() {
         match &p.scheme {
-            EmuScheme::Kernel(_) => {
-                let rwnd = scenario.flows[p.spec].rwnd.map(|b| b.0);
-                let l =
-                    kernel_tcp::listen(&topo.receiver_ns, p.port, rwnd).map_err(|e| failed("kernel receiver", e))?;
-                listeners.push((i, l));
-            }
+            EmuScheme::Kernel(_) => listeners
+                .push((i, kernel_tcp::listen(&topo.receiver_ns, p.port).map_err(|e| failed("kernel receiver", e))?)),
             EmuScheme::Cclab => udp_socks
                 .push((i, topo.receiver_ns.run(|| udp::bind_receiver(p.port)).map_err(|e| failed("UDP receiver", e))?)),
             EmuScheme::Wrapper(w) => {
