@@ -208,7 +208,6 @@ pub struct PathStats {
     pub last_write_error: Option<String>,
     /// Lateness of writes behind their model time: a histogram in µs (last bucket: ≥).
     pub lateness_us: Vec<u64>,
-    pub writes: u64,
     /// Writes before their model time (must stay 0: a sign of a model-ordering bug).
     pub early_writes: u64,
     /// Whether the thread got the real-time priority it asked for.
@@ -491,7 +490,6 @@ impl<'a> Path<'a> {
         let at = self.clock.now();
         let slot = self.pool.slot(p.slot);
         let res = self.output.write(&slot[..io_len]);
-        self.stats.writes += 1;
         if at < due {
             self.stats.early_writes += 1;
         }
