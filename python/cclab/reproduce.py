@@ -38,6 +38,7 @@ import pandas as pd
 from cclab import _core
 from cclab.api import run
 from cclab.archive import runs_root
+from cclab.experiment import flows_for_scheme
 
 #: Where the reproductions' scenario files live (the repository's `scenarios/repro`).
 SCENARIO_DIR = Path(__file__).resolve().parents[2] / "scenarios" / "repro"
@@ -96,22 +97,7 @@ def load_scenario(name: str, scenario_dir: Path | None = None) -> dict[str, Any]
 def with_flows(scenario: dict[str, Any], flow: dict[str, Any]) -> dict[str, Any]:
     """The scenario with every flow entry's scheme (and scheme options) replaced by `flow`."""
     s = copy.deepcopy(scenario)
-    generic = {
-        "count",
-        "start",
-        "every",
-        "stop",
-        "leave",
-        "extra_rtt",
-        "traffic",
-        "pacing",
-        "delayed_ack",
-        "min_rto",
-        "rwnd",
-    }
-    for i, entry in enumerate(s["flows"]):
-        kept = {k: v for k, v in entry.items() if k in generic}
-        s["flows"][i] = {**flow, **kept}
+    s["flows"] = [{**entry, **flow} for entry in flows_for_scheme(s, flow["scheme"])]
     return s
 
 

@@ -366,20 +366,9 @@ impl Cubic {
         self.cnt = self.cnt.max(2);
     }
 
-    /// Linux `tcp_cong_avoid_ai`: +1 packet per `w` acked packets, remainder kept.
+    /// Linux `tcp_cong_avoid_ai` with `w = cnt`.
     fn additive_increase(&mut self, acked: u64) {
-        let w = self.cnt.max(1);
-        // Credit accumulated under a larger `w` is applied gently: one packet, then restart.
-        if self.cwnd_cnt >= w {
-            self.cwnd_cnt = 0;
-            self.cwnd += 1;
-        }
-        self.cwnd_cnt += acked;
-        if self.cwnd_cnt >= w {
-            let delta = self.cwnd_cnt / w;
-            self.cwnd_cnt -= delta * w;
-            self.cwnd += delta;
-        }
+        crate::linux::cong_avoid_ai(&mut self.cwnd, &mut self.cwnd_cnt, self.cnt, acked);
     }
 
     /// Linux `cubictcp_recalc_ssthresh`'s value: β·cwnd, at least two packets.

@@ -9,6 +9,7 @@ pub mod cubic;
 pub mod filters;
 pub mod fixed;
 pub mod ledbat;
+mod linux;
 pub mod newreno;
 pub mod pcc;
 pub mod registry;

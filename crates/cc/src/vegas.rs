@@ -172,17 +172,8 @@ impl Vegas {
 
     /// `tcp_cong_avoid_ai` with `w = cwnd`: one packet per window of acked packets.
     fn cong_avoid_ai(&mut self, acked: u64) {
-        let w = self.cwnd.max(1);
-        if self.cwnd_cnt >= w {
-            self.cwnd_cnt = 0;
-            self.cwnd += 1;
-        }
-        self.cwnd_cnt += acked;
-        if self.cwnd_cnt >= w {
-            let delta = self.cwnd_cnt / w;
-            self.cwnd_cnt -= delta * w;
-            self.cwnd += delta;
-        }
+        let w = self.cwnd;
+        crate::linux::cong_avoid_ai(&mut self.cwnd, &mut self.cwnd_cnt, w, acked);
     }
 
     /// `tcp_reno_cong_avoid`.
