@@ -38,8 +38,8 @@ use crate::newreno::{rfc6928_initial_window, INIT_CWND_OPTION};
 use crate::registry::{BuildResult, OptValue, OptionInfo, OptionKind, Options, Scheme, SchemeInfo};
 use crate::types::*;
 
-const MS: Time = 1_000_000;
-const SEC: Time = 1_000_000_000;
+use cclab_core::time::MS;
+use cclab_core::time::SEC;
 
 /// `BBR_UNIT`: gains are fractions of 256 in Linux; the same values are used here exactly.
 const UNIT: f64 = 256.0;
@@ -868,7 +868,7 @@ impl CongestionControl for Bbr {
 mod tests {
     use super::*;
 
-    const MSS: u64 = 1448;
+    use cclab_core::scenario::MSS;
 
     /// Feeds BBR synthetic ACKs: one packet acked per call, with a rate sample.
     struct Feed {

@@ -38,7 +38,7 @@ use crate::types::*;
 use std::collections::VecDeque;
 use std::ops::Bound;
 
-const SEC: Time = 1_000_000_000;
+use cclab_core::time::SEC;
 /// The paper's default δ (NSDI'18 §2): 1/δ = 2 packets queued per flow at equilibrium.
 const DEFAULT_DELTA: f64 = 0.5;
 /// genericCC `RTTWindow`: srtt gain, min-RTT window max(10 s, 20·min_rtt), standing window
@@ -429,7 +429,7 @@ mod tests {
     use super::*;
     use crate::testkit::{var, Driver, MS};
 
-    const MSS: u64 = 1448;
+    use cclab_core::scenario::MSS;
 
     fn copa(delta: f64) -> Copa {
         Copa::new(MSS, CopaConfig { delta, ..CopaConfig::default() })

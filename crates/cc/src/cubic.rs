@@ -16,8 +16,8 @@ use crate::registry::{BuildResult, OptValue, OptionInfo, OptionKind, Options, Sc
 use crate::types::*;
 use std::ops::Bound;
 
-const MS: Time = 1_000_000;
-const SEC: Time = 1_000_000_000;
+use cclab_core::time::MS;
+use cclab_core::time::SEC;
 /// Linux's jiffy at HZ = 1000: `bictcp_update` recomputes `cnt` at most once per jiffy.
 const JIFFY: Time = MS;
 /// `HZ / 32`: with an unchanged window, `cnt` is recomputed at most this often.
@@ -526,7 +526,7 @@ mod tests {
     use super::*;
     use crate::testkit::{var, Driver, MS, SEC};
 
-    const MSS: u64 = 1448;
+    use cclab_core::scenario::MSS;
 
     fn cubic(cfg: CubicConfig) -> Cubic {
         Cubic::new(MSS, cfg)

@@ -113,7 +113,7 @@ mod tests {
     use super::*;
     use crate::testkit::{Driver, MS};
 
-    const MSS: u64 = 1448;
+    use cclab_core::scenario::MSS;
 
     #[test]
     fn window_mode_ignores_losses_and_timeouts() {

@@ -21,7 +21,7 @@ use crate::registry::{BuildResult, OptValue, OptionInfo, OptionKind, Options, Sc
 use crate::types::*;
 use std::ops::Bound;
 
-const MS: Time = 1_000_000;
+use cclab_core::time::MS;
 const MINUTE: Time = 60_000 * MS;
 
 /// RFC 6817 §2.5 (parameter values): TARGET MUST NOT exceed 100 ms; 100 ms is also libutp's
@@ -407,7 +407,7 @@ mod tests {
     use super::*;
     use crate::testkit::{MS as TMS, SEC};
 
-    const MSS: u64 = 1448;
+    use cclab_core::scenario::MSS;
 
     /// Feeds ACKs by hand: one packet acked per call, with the given one-way delay.
     fn ack(cc: &mut Ledbat, now: Time, owd: Time, in_flight: u64) {

@@ -203,7 +203,7 @@ mod tests {
     use super::*;
     use crate::testkit::{Driver, MS};
 
-    const MSS: u64 = 1448;
+    use cclab_core::scenario::MSS;
 
     fn reno() -> NewReno {
         NewReno::new(MSS, rfc6928_initial_window(MSS))

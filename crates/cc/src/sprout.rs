@@ -35,7 +35,7 @@ use crate::registry::{BuildResult, Options, Scheme, SchemeInfo};
 use crate::types::*;
 use std::sync::OnceLock;
 
-const MS: Time = 1_000_000;
+use cclab_core::time::MS;
 
 /// `MAX_ARRIVAL_RATE`, packets per second: the top of the rate grid.
 const MAX_ARRIVAL_RATE: f64 = 1000.0;

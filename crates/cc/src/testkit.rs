@@ -10,8 +10,8 @@ use crate::controller::CongestionControl;
 use crate::types::*;
 use std::collections::VecDeque;
 
-pub const MS: Time = 1_000_000;
-pub const SEC: Time = 1_000_000_000;
+pub use cclab_core::time::MS;
+pub use cclab_core::time::SEC;
 
 struct Pending {
     id: u64,

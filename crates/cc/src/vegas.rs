@@ -349,7 +349,7 @@ mod tests {
     use super::*;
     use crate::testkit::{var, Driver, MS};
 
-    const MSS: u64 = 1448;
+    use cclab_core::scenario::MSS;
 
     fn vegas() -> Vegas {
         Vegas::new(MSS, VegasConfig::default())

@@ -19,7 +19,7 @@ const FLOWS: u32 = 100;
 const PACKET: u32 = 1500;
 /// 1500 B at 1 Gbit/s.
 const SLOT_NS: u64 = 12_000;
-const MS: u64 = 1_000_000;
+use cclab_core::time::MS;
 
 struct Rng(u64);
 

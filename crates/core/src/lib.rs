@@ -1,10 +1,14 @@
 //! cclab's shared core: scenario files, units, packet records and the metrics kernels that
 //! both engines feed.
 
+pub mod rng;
 pub mod scenario;
+pub mod time;
 pub mod units;
 
+pub use rng::Rng;
 pub use scenario::{Scenario, ScenarioError, ScenarioErrors};
+pub use time::Time;
 pub use units::{Bytes, Dur, QueueSize, Rate};
 pub mod metrics;
 pub mod record;

@@ -9,7 +9,7 @@ use std::collections::VecDeque;
 use std::path::Path;
 use std::sync::Arc;
 
-const MS: Time = 1_000_000;
+use cclab_core::time::MS;
 /// Bytes one delivery opportunity carries (mahimahi's MTU-sized opportunity).
 pub const OPPORTUNITY_BYTES: u64 = PACKET_BYTES;
 

@@ -4,8 +4,8 @@ mod scheme_support;
 use common::*;
 use scheme_support::*;
 
-const MS: u64 = 1_000_000;
-const SEC: u64 = 1_000_000_000;
+use cclab_core::time::MS;
+use cclab_core::time::SEC;
 
 /// One BBR flow alone on 100 Mbit/s × 40 ms with a 5-BDP buffer, for 35 s: three PROBE_RTT
 /// visits fit (about 10, 20 and 30 s).

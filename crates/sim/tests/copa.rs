@@ -4,8 +4,8 @@ mod scheme_support;
 use common::*;
 use scheme_support::*;
 
-const MS: u64 = 1_000_000;
-const SEC: u64 = 1_000_000_000;
+use cclab_core::time::MS;
+use cclab_core::time::SEC;
 
 /// The bottleneck queue seen by packets entering it, resampled on a 1 ms grid over [t0, t1):
 /// the sojourn of the last packet enqueued at or before each instant, in ns.

@@ -4,7 +4,7 @@ mod scheme_support;
 use common::*;
 use scheme_support::*;
 
-const SEC: u64 = 1_000_000_000;
+use cclab_core::time::SEC;
 
 /// Mean packets waiting ahead of each delivered packet at the bottleneck from `t0` on (its
 /// sojourn less its own transmission), per flow and pooled.

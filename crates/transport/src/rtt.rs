@@ -1,6 +1,6 @@
 use cclab_cc::{RttStats, Time};
 
-const SEC: Time = 1_000_000_000;
+use cclab_core::time::SEC;
 
 /// RFC 6298 RTT estimation and retransmission timeout.
 #[derive(Clone, Debug)]
@@ -54,7 +54,7 @@ impl RttEstimator {
 #[cfg(test)]
 mod tests {
     use super::*;
-    const MS: Time = 1_000_000;
+    use cclab_core::time::MS;
 
     #[test]
     fn rfc6298_updates_and_backoff() {

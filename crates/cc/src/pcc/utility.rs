@@ -327,7 +327,7 @@ mod tests {
     use super::super::monitor::{MonitorInterval, RttSample};
     use super::*;
 
-    const MS: u64 = 1_000_000;
+    use cclab_core::time::MS;
 
     /// An MI of `n` 1500-byte packets sent over `dur_ms` at `rate_mbps`, with RTTs rising by
     /// `rtt_step_us` per packet from `base_us`, and `lost` of them lost.

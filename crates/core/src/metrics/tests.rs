@@ -2,7 +2,7 @@ use super::histogram::DelayHist;
 use super::*;
 use crate::record::{Fate, PacketKind, PacketLog, NEVER};
 
-const MS: u64 = 1_000_000;
+use crate::time::MS;
 
 fn cfg(n_flows: usize, bin: u64, jain_bucket: u64) -> MetricsConfig {
     MetricsConfig { n_flows, bin, jain_bucket, origin: 0 }

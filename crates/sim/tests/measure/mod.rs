@@ -1,10 +1,9 @@
 //! Measurements over a packet log, shared by the behavioural tests of LEDBAT, PCC and Sprout.
-#![allow(dead_code)]
+#![allow(dead_code, unused_imports)]
 use cclab_core::{Fate, PacketKind, PacketRecord};
 use cclab_sim::RunOutput;
 
-pub const MS: u64 = 1_000_000;
-pub const SEC: u64 = 1_000_000_000;
+pub use cclab_core::time::{MS, SEC};
 
 /// Every delivered data packet of the run.
 pub fn delivered(out: &RunOutput) -> Vec<PacketRecord> {
