@@ -8,7 +8,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from cclab.engines import engine_runner, engine_validator
+from cclab.engines import DEFAULT_ENGINE, engine_runner, engine_validator
 from cclab.result import RunResult
 from cclab.scenario_source import ScenarioSource, core_source, describe, overrides_json
 
@@ -18,7 +18,11 @@ ProgressCallback = Callable[[int, int], object]
 
 
 def validate(
-    source: ScenarioSource, *, seed: int | None = None, engine: str = "sim", **overrides: Any
+    source: ScenarioSource,
+    *,
+    seed: int | None = None,
+    engine: str = DEFAULT_ENGINE,
+    **overrides: Any,
 ) -> str:
     """Checks a scenario (a file path or a dict) with `overrides` applied and returns it as
     TOML with every default filled in. Raises `cclab.ScenarioError` listing every problem."""
@@ -34,7 +38,7 @@ def run(
     log_packets: bool = False,
     out: str | Path | None = None,
     progress: ProgressCallback | None = None,
-    engine: str = "sim",
+    engine: str = DEFAULT_ENGINE,
     **overrides: Any,
 ) -> RunResult:
     """Simulates (or, with `engine="emu"`, emulates in real time) a scenario and returns its

@@ -64,11 +64,14 @@ def _write_json(path: Path, data: dict[str, Any]) -> None:
 
 
 @contextmanager
-def staged_experiment(target: Path) -> Iterator[Path]:
+def staged_experiment(target: Path, *, replace_empty: bool = False) -> Iterator[Path]:
     """Yields a hidden staging directory to fill; on a clean exit, renames it to `target`
-    (call `finish` inside first). On any exception, including Ctrl-C, removes it."""
-    if target.exists():
-        raise FileExistsError(f"{target} already exists; choose another output directory")
+    (call `finish` inside first). On any exception, including Ctrl-C, removes it. `target`
+    must not exist; with `replace_empty` it may be an empty directory, which the rename
+    replaces in one step."""
+    if target.exists() and not (replace_empty and _is_empty_dir(target)):
+        what = "is not an empty directory" if replace_empty else "already exists"
+        raise FileExistsError(f"{target} {what}; choose another output directory")
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.partial-", dir=target.parent))
     try:
@@ -83,6 +86,10 @@ def staged_experiment(target: Path) -> Iterator[Path]:
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+
+
+def _is_empty_dir(path: Path) -> bool:
+    return path.is_dir() and not any(path.iterdir())
 
 
 def finish(staging: Path, meta: dict[str, Any]) -> None:

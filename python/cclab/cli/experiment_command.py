@@ -10,9 +10,11 @@ from rich.console import Console
 from rich.table import Table
 
 from cclab.archive import RUNS_ENV
+from cclab.batch import PlanError
 from cclab.cli.common import CommandError, add_set_argument, overrides_of
 from cclab.cli.experiment_progress import ExperimentProgress
-from cclab.experiment import ENGINES, ExperimentError, parse_schemes, run_experiment
+from cclab.engines import add_engine_argument
+from cclab.experiment import parse_schemes, run_experiment
 from cclab.experiment_dir import read_experiment
 from cclab.report.loading import load_study
 from cclab.report.tables import scheme_summary
@@ -38,12 +40,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--order-seed", type=int, help="seed of the random order (recorded; default: fresh)"
     )
-    parser.add_argument("--engine", choices=ENGINES, default="sim", help="default: sim")
+    add_engine_argument(parser)
     parser.add_argument(
         "--jobs",
         type=int,
         metavar="N",
-        help="parallel runs on local cores (default: one per core; the emulator runs one)",
+        help="parallel runs on local cores (default: one per core; a real-time engine, such "
+        "as the emulator, runs one)",
     )
     parser.add_argument(
         "--out",
@@ -81,7 +84,7 @@ def execute(args: argparse.Namespace) -> int:
         raise CommandError(f"--jobs must be at least 1, not {args.jobs}")
     try:
         schemes = parse_schemes(args.schemes)
-    except ExperimentError as e:
+    except PlanError as e:
         raise CommandError(str(e)) from None
     stderr = Console(stderr=True)
     total = len(schemes) * args.runs
@@ -107,7 +110,7 @@ def execute(args: argparse.Namespace) -> int:
                 command=["cclab", *sys.argv[1:]],
                 **overrides_of(args),
             )
-    except ExperimentError as e:
+    except PlanError as e:
         raise CommandError(str(e)) from None
     stdout = Console()
     meta = read_experiment(directory) or {}

@@ -1,4 +1,4 @@
-"""What `cclab experiment` shows while it runs: one bar for the whole experiment, one bar per
+"""What `cclab experiment` shows while a batch runs: one bar for the whole batch, one bar per
 run in progress (simulated time), and a status line as each run ends."""
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from cclab.experiment import PlannedRun, RunOutcome
+from cclab.batch import BatchRun, RunOutcome
 
 
 class ExperimentProgress:
-    """An `Observer` for `cclab.experiment.run_experiment`. On a terminal it draws live bars;
+    """An `Observer` of the batch runner (`cclab.batch`). On a terminal it draws live bars;
     elsewhere (a pipe, a CI log) it prints only the per-run status lines."""
 
     def __init__(self, console: Console, total_runs: int) -> None:
@@ -37,13 +37,13 @@ class ExperimentProgress:
         self._running: dict[int, TaskID] = {}
         self.failed = 0
 
-    def started(self, planned: PlannedRun) -> None:
+    def started(self, planned: BatchRun) -> None:
         if planned.order not in self._running:
             self._running[planned.order] = self._progress.add_task(
                 f"  {planned.label}", total=None, status="starting"
             )
 
-    def progress(self, planned: PlannedRun, sim_ns: int, duration_ns: int) -> None:
+    def progress(self, planned: BatchRun, sim_ns: int, duration_ns: int) -> None:
         self.started(planned)
         self._progress.update(
             self._running[planned.order],

@@ -8,6 +8,7 @@ import pandas as pd
 from rich import box
 from rich.table import Table
 
+from cclab.engines import engine_named
 from cclab.result import RunResult
 
 
@@ -18,23 +19,22 @@ def _number(value: float, digits: int) -> str:
 def summary_table(result: RunResult) -> Table:
     """flow, scheme, throughput, p95 delay, queueing p95 and loss per flow, then the total with
     the link utilisation and the median Jain index."""
-    if result.engine == "emu":
-        # Real time: what is worth a glance is how closely the emulator kept to the link model.
-        ran = "emulated in real time"
+    engine = engine_named(result.engine)
+    if engine.real_time:
+        # Real time: what is worth a glance is how closely the engine kept to the link model.
         caption = (
-            f"{result.stats['events']:,} packets; emulator timing error p99 "
+            f"{result.stats['events']:,} packets; {engine.noun} timing error p99 "
             f"{result.stats['data_late_p99_us']:.0f} us (data), "
             f"{result.stats['ack_late_p99_us']:.0f} us (ACKs)"
         )
     else:
-        ran = "simulated"
         caption = (
             f"{result.stats['events']:,} events in {result.stats['wall_secs']:.2f} s "
             f"({result.events_per_sec / 1e6:.1f} M events/s)"
         )
     table = Table(
         box=box.SIMPLE_HEAD,
-        title=f"{result.name} — seed {result.seed}, {result.duration_s:g} s {ran}",
+        title=f"{result.name} — seed {result.seed}, {result.duration_s:g} s {engine.verb}",
         caption=caption,
     )
     for header in ("flow", "scheme"):

@@ -1,0 +1,551 @@
+"""The batch runner: the one way cclab runs many scenarios. Experiments, reproductions and
+engine comparisons are plan builders plus analyses over what this module returns.
+
+A `Plan` is a list of `RunSpec`s (a scenario and its overrides, a scheme put on every flow, a
+seed, an engine, a run name and tags such as the repetition). `run_batch` checks every run
+before any starts, executes them on an `Executor` (this process, or a local process pool; a
+distributed executor plugs in behind the same interface), optionally in a random order, reports
+progress to an `Observer`, records a run that fails instead of stopping, and writes one
+experiment directory (`cclab.experiment_dir`): `runs/<name>/` ordinary run directories,
+whatever the analysis writes beside them, and `experiment.json` last, so the whole batch
+appears in the archive (`cclab runs`) and in reports (`cclab report`) at once or not at all.
+
+Owns: plans, executors, scheme substitution and the run entries of `experiment.json`. Must not
+import the CLI, the report or the builders (experiment, reproduce, compare import it).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import multiprocessing
+import os
+import queue
+import random
+import time
+import tomllib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Protocol
+
+from cclab import _core
+from cclab.api import run, validate
+from cclab.engines import UnknownEngineError, engine_named
+from cclab.errors import SimulationError
+from cclab.experiment_dir import (
+    RUNS_SUBDIR,
+    environment,
+    finish,
+    staged_experiment,
+)
+from cclab.scenario_source import ScenarioSource, describe
+
+
+class PlanError(ValueError):
+    """A plan cannot run (an unknown engine, a duplicate run name, no flows to give a scheme)."""
+
+
+class RunsFailedError(SimulationError):
+    """Runs of a batch failed, so its analysis could not be made; the batch's directory keeps
+    the runs that finished and each failure's message."""
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One run of a plan.
+
+    `scheme`, when given, replaces the scheme of every `[[flows]]` entry (options of the
+    entry's old scheme are dropped; `scheme_options` are added to every entry, e.g. Copa's
+    `mode`). `overrides` are keyword overrides as `cclab.run` takes them. `name` is the run's
+    directory under `runs/` (unique in the plan); `label` is what progress shows; `tags` are
+    recorded with the run in `experiment.json` (the archive index and reports read `scheme`,
+    the group the run belongs to, and `repetition`)."""
+
+    name: str
+    scenario: ScenarioSource
+    seed: int | None = None
+    engine: str = "sim"
+    scheme: str | None = None
+    scheme_options: Mapping[str, Any] = field(default_factory=dict)
+    overrides: Mapping[str, Any] = field(default_factory=dict)
+    label: str = ""
+    tags: Mapping[str, Any] = field(default_factory=dict)
+    log_packets: bool = False
+
+
+@dataclass(frozen=True)
+class BatchRun:
+    """A spec at its place in the execution order (`order`, from 0)."""
+
+    order: int
+    spec: RunSpec
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def label(self) -> str:
+        return self.spec.label or self.spec.name
+
+    @property
+    def scheme(self) -> str | None:
+        return self.spec.scheme
+
+    @property
+    def seed(self) -> int | None:
+        return self.spec.seed
+
+    @property
+    def engine(self) -> str:
+        return self.spec.engine
+
+
+@dataclass
+class Plan:
+    """What to run and how to describe it. `kind` ("experiment", "reproduction", "comparison")
+    and `name` go into `experiment.json` with the builder's own `meta`; `scenario_toml`, when
+    given, is written as the directory's `scenario.toml` (the base scenario)."""
+
+    kind: str
+    name: str
+    runs: list[RunSpec]
+    description: str = ""
+    scenario_toml: str | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+    random_order: bool = False
+    #: Seed of the random order; drawn fresh (and recorded) when None.
+    order_seed: int | None = None
+
+
+@dataclass
+class RunOutcome:
+    """How one run ended. `total` holds the numeric figures of the run's summary total row."""
+
+    run: BatchRun
+    ok: bool
+    wall_secs: float
+    seed: int | None = None
+    total: dict[str, float] = field(default_factory=dict)
+    error: str | None = None
+
+    @property
+    def throughput_mbps(self) -> float | None:
+        return self.total.get("throughput_mbps")
+
+    @property
+    def delay_p95_ms(self) -> float | None:
+        return self.total.get("delay_p95_ms")
+
+    @property
+    def loss(self) -> float | None:
+        return self.total.get("loss")
+
+
+class Observer(Protocol):
+    """What a batch reports while it runs (the CLI draws it; tests may record it). Every call
+    happens in the calling process; an exception raised here stops the batch."""
+
+    def started(self, planned: BatchRun) -> None: ...
+
+    def progress(self, planned: BatchRun, sim_ns: int, duration_ns: int) -> None: ...
+
+    def finished(self, outcome: RunOutcome) -> None: ...
+
+
+class Silent:
+    """An observer that shows nothing."""
+
+    def started(self, planned: BatchRun) -> None:
+        pass
+
+    def progress(self, planned: BatchRun, sim_ns: int, duration_ns: int) -> None:
+        pass
+
+    def finished(self, outcome: RunOutcome) -> None:
+        pass
+
+
+@dataclass(frozen=True)
+class Task:
+    """Everything a worker needs for one run (picklable): the scheme substitution is already
+    resolved into `overrides`, and `out` is where its run directory goes."""
+
+    planned: BatchRun
+    scenario: ScenarioSource
+    overrides: dict[str, Any]
+    out: str
+    command: list[str]
+
+
+class EventSink(Protocol):
+    """Where a worker puts ("started" | "progress", order, sim_ns, duration_ns) events."""
+
+    def put(self, event: tuple[str, int, int, int]) -> None: ...
+
+
+#: Runs one task and writes its run directory; must be a module-level function to reach a pool.
+ExecuteFn = Callable[[Task, Any], RunOutcome]
+
+
+def execute_task(
+    task: Task, events: EventSink | None = None, *, run_fn: Callable[..., Any] = run
+) -> RunOutcome:
+    """Runs one task with `run_fn` (`cclab.run`) and writes its run directory."""
+    planned = task.planned
+    spec = planned.spec
+    if events is not None:
+        events.put(("started", planned.order, 0, 0))
+
+    def progress(sim_ns: int, duration_ns: int) -> None:
+        if events is not None:
+            events.put(("progress", planned.order, sim_ns, duration_ns))
+
+    t0 = time.perf_counter()
+    result = run_fn(
+        task.scenario,
+        seed=spec.seed,
+        log_packets=spec.log_packets,
+        progress=progress,
+        engine=spec.engine,
+        **task.overrides,
+    )
+    result.save(task.out, command=task.command)
+    summary = result.summary
+    total_row = summary[summary["flow"].isna()].iloc[0]
+    return RunOutcome(
+        run=planned,
+        ok=True,
+        wall_secs=time.perf_counter() - t0,
+        seed=int(result.seed),
+        total=_numbers(total_row),
+    )
+
+
+def _numbers(row: Mapping[str, Any]) -> dict[str, float]:
+    numbers = {}
+    for key, value in row.items():
+        try:
+            numbers[str(key)] = float(value)
+        except (TypeError, ValueError):  # the flow id (<NA>) and the scheme of the total row
+            continue
+    return numbers
+
+
+def _failed(planned: BatchRun, error: BaseException, wall_secs: float) -> RunOutcome:
+    message = str(error) or type(error).__name__
+    return RunOutcome(run=planned, ok=False, wall_secs=wall_secs, seed=planned.seed, error=message)
+
+
+class Executor(Protocol):
+    """Runs tasks and reports each to the observer as it starts, progresses and ends. A failed
+    run becomes a failed `RunOutcome`; an exception from the observer (Ctrl-C included) stops
+    everything and propagates. A distributed executor (e.g. Dask) implements the same call;
+    its workers must see the batch's directory (a shared file system)."""
+
+    @property
+    def workers(self) -> int: ...
+
+    def run(
+        self, execute: ExecuteFn, tasks: Sequence[Task], observer: Observer
+    ) -> list[RunOutcome]: ...
+
+
+class _LocalEvents:
+    """The worker's event sink, for runs in this process: progress goes to the observer."""
+
+    def __init__(self, planned: BatchRun, observer: Observer) -> None:
+        self._planned = planned
+        self._observer = observer
+
+    def put(self, event: tuple[str, int, int, int]) -> None:
+        kind, _, sim_ns, duration_ns = event
+        if kind == "progress":
+            self._observer.progress(self._planned, sim_ns, duration_ns)
+
+
+class SerialExecutor:
+    """One run at a time, in this process (what a real-time engine needs, and one job)."""
+
+    workers = 1
+
+    def run(
+        self, execute: ExecuteFn, tasks: Sequence[Task], observer: Observer
+    ) -> list[RunOutcome]:
+        outcomes = []
+        for task in tasks:
+            observer.started(task.planned)
+            t0 = time.perf_counter()
+            try:
+                outcome = execute(task, _LocalEvents(task.planned, observer))
+            except Exception as e:  # a failed run is recorded; Ctrl-C is not an Exception
+                outcome = _failed(task.planned, e, time.perf_counter() - t0)
+            observer.finished(outcome)
+            outcomes.append(outcome)
+        return outcomes
+
+
+def _drain(events: Any, by_order: Mapping[int, BatchRun], observer: Observer) -> None:
+    while True:
+        try:
+            kind, order, sim_ns, duration_ns = events.get_nowait()
+        except queue.Empty:
+            return
+        planned = by_order[order]
+        if kind == "started":
+            observer.started(planned)
+        else:
+            observer.progress(planned, sim_ns, duration_ns)
+
+
+class LocalPoolExecutor:
+    """`workers` fresh worker processes on this machine. Tasks are submitted in plan order and
+    a pool takes work first in, first out, so the plan's order is the order runs start."""
+
+    def __init__(self, workers: int) -> None:
+        self.workers = workers
+
+    def run(
+        self, execute: ExecuteFn, tasks: Sequence[Task], observer: Observer
+    ) -> list[RunOutcome]:
+        context = multiprocessing.get_context("spawn")  # no fork of a process that has threads
+        by_order = {t.planned.order: t.planned for t in tasks}
+        outcomes: list[RunOutcome] = []
+        with context.Manager() as manager:
+            events = manager.Queue()
+            with cf.ProcessPoolExecutor(max_workers=self.workers, mp_context=context) as pool:
+                futures = {pool.submit(execute, task, events): task for task in tasks}
+                submitted_at = time.perf_counter()
+                pending = set(futures)
+                try:
+                    while pending:
+                        done, pending = cf.wait(
+                            pending, timeout=0.1, return_when=cf.FIRST_COMPLETED
+                        )
+                        _drain(events, by_order, observer)
+                        for future in done:
+                            planned = futures[future].planned
+                            try:
+                                outcome = future.result()
+                            except Exception as e:
+                                outcome = _failed(planned, e, time.perf_counter() - submitted_at)
+                            observer.finished(outcome)
+                            outcomes.append(outcome)
+                except BaseException:
+                    pool.shutdown(wait=True, cancel_futures=True)
+                    raise
+        return outcomes
+
+
+def default_executor(specs: Sequence[RunSpec], jobs: int | None = None) -> Executor:
+    """A pool of `jobs` processes (default: one per core, no more than there are runs), or
+    this process when one worker is all there is or an engine of the plan runs serially."""
+    workers = min(jobs or os.cpu_count() or 1, len(specs))
+    if workers <= 1 or any(engine_named(s.engine).serial for s in specs):
+        return SerialExecutor()
+    return LocalPoolExecutor(workers)
+
+
+def execution_order(count: int, order_seed: int | None) -> list[int]:
+    """The plan positions in the order they run: as planned, or (with a seed) a shuffle drawn
+    from `random.Random(order_seed)`."""
+    order = list(range(count))
+    if order_seed is not None:
+        random.Random(order_seed).shuffle(order)
+    return order
+
+
+def _scheme_options() -> dict[str, set[str]]:
+    return {s["name"]: {o["name"] for o in s["options"]} for s in _core.schemes()}
+
+
+def flows_for_scheme(scenario: ScenarioSource, scheme: str) -> list[dict[str, Any]]:
+    """The scenario's `[[flows]]` tables with `scheme` in every entry. An entry's options for
+    its own scheme (e.g. cubic's `beta`) are dropped when the scheme changes: they would mean
+    nothing, or something else, to another scheme."""
+    if isinstance(scenario, Mapping):
+        table = dict(scenario)
+    else:
+        with Path(scenario).open("rb") as f:
+            table = tomllib.load(f)
+    entries = table.get("flows")
+    if not isinstance(entries, list) or not entries:
+        raise PlanError(
+            f"{describe(scenario)}: running it with another scheme needs at least one "
+            "[[flows]] entry"
+        )
+    options = _scheme_options()
+    flows = []
+    for entry in entries:
+        flow = dict(entry)
+        if flow.get("scheme") != scheme:
+            for option in options.get(str(flow.get("scheme")), set()):
+                flow.pop(option, None)
+        flow["scheme"] = scheme
+        flows.append(flow)
+    return flows
+
+
+def resolved_overrides(spec: RunSpec) -> dict[str, Any]:
+    """The spec's overrides with its scheme substitution written in as `flows`."""
+    overrides = dict(spec.overrides)
+    if spec.scheme is not None:
+        flows = flows_for_scheme(spec.scenario, spec.scheme)
+        overrides["flows"] = [{**flow, **spec.scheme_options} for flow in flows]
+    return overrides
+
+
+def check_plan(plan: Plan, validate_fn: Callable[..., str] = validate) -> None:
+    """Raises before anything runs: an unknown or missing engine, a duplicate run name, or a
+    run whose scenario is invalid (`cclab.ScenarioError` with every problem)."""
+    if not plan.runs:
+        raise PlanError(f"the {plan.kind} has no runs")
+    names = [s.name for s in plan.runs]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise PlanError(f"run names must be unique; {', '.join(duplicates)} repeat")
+    for engine in dict.fromkeys(s.engine for s in plan.runs):
+        try:
+            descriptor = engine_named(engine)
+        except UnknownEngineError as e:
+            raise PlanError(str(e)) from None
+        if not descriptor.available():
+            raise PlanError(f"this cclab build has no {descriptor.noun} engine ({engine})")
+    for spec in plan.runs:
+        validate_fn(spec.scenario, seed=spec.seed, engine=spec.engine, **resolved_overrides(spec))
+
+
+@dataclass
+class BatchResult:
+    """What `run_batch` returns (and hands the analysis, whose directory is then still the
+    hidden staging directory): the outcomes in execution order and the analysis's value."""
+
+    directory: Path
+    outcomes: list[RunOutcome]
+    analysis: Any = None
+
+    def run_dir(self, outcome: RunOutcome) -> Path:
+        return self.directory / RUNS_SUBDIR / outcome.run.name
+
+    @property
+    def failed(self) -> list[RunOutcome]:
+        return [o for o in self.outcomes if not o.ok]
+
+    def in_plan_order(self, plan: Plan) -> list[RunOutcome]:
+        """The outcomes in the order the plan lists its runs (not the execution order)."""
+        by_name = {o.run.name: o for o in self.outcomes}
+        return [by_name[s.name] for s in plan.runs]
+
+    def failures_error(self) -> RunsFailedError:
+        """The error to raise when an analysis needs every run: how many failed, and why."""
+        first = self.failed[0]
+        return RunsFailedError(
+            f"{len(self.failed)} of {len(self.outcomes)} runs failed (first: {first.run.label}: "
+            f"{first.error}); the batch is in {self.directory}"
+        )
+
+
+#: An analysis: reads the runs (in the staging directory), writes its own files there and
+#: returns what the builder needs. It runs before `experiment.json` is written.
+Analysis = Callable[[BatchResult], Any]
+
+
+def _entry(outcome: RunOutcome) -> dict[str, Any]:
+    spec = outcome.run.spec
+    entry: dict[str, Any] = {"dir": f"{RUNS_SUBDIR}/{spec.name}", "order": outcome.run.order}
+    if spec.scheme is not None:
+        entry["scheme"] = spec.scheme
+    entry.update(spec.tags)
+    entry["seed"] = outcome.seed
+    entry["engine"] = spec.engine
+    entry["status"] = "ok" if outcome.ok else "failed"
+    entry["wall_secs"] = outcome.wall_secs
+    if outcome.error is not None:
+        entry["error"] = outcome.error
+    return entry
+
+
+def run_batch(
+    plan: Plan,
+    out: str | os.PathLike[str],
+    *,
+    jobs: int | None = None,
+    executor: Executor | None = None,
+    observer: Observer | None = None,
+    command: list[str] | None = None,
+    execute: ExecuteFn = execute_task,
+    validate_fn: Callable[..., str] = validate,
+    analyse: Analysis | None = None,
+    replace_empty: bool = False,
+) -> BatchResult:
+    """Checks the plan (`check_plan`), runs it and writes the experiment directory `out`
+    (which must not exist; or, with `replace_empty`, may be an empty directory). Returns the
+    directory, the outcomes in execution order and the analysis's value.
+
+    A run that fails is recorded as failed and the others go on; an exception from the
+    observer (Ctrl-C included) removes everything. An analysis that raises is recorded in
+    `experiment.json` (`analysis_error`), the directory is kept, and the error propagates.
+
+    With the default executor (`default_executor`), a pool's workers are started fresh
+    ("spawn"), so a script that runs a batch at its top level must do so under
+    `if __name__ == "__main__":`."""
+    check_plan(plan, validate_fn)
+    order_seed = plan.order_seed
+    if plan.random_order and order_seed is None:
+        order_seed = random.SystemRandom().randrange(2**31)
+    ordered = [
+        BatchRun(order=i, spec=plan.runs[j])
+        for i, j in enumerate(
+            execution_order(len(plan.runs), order_seed if plan.random_order else None)
+        )
+    ]
+    executor = executor or default_executor(plan.runs, jobs)
+    observer = observer or Silent()
+    command = command or [f"cclab.{plan.kind}"]
+    target = Path(out)
+    started_at = datetime.now().astimezone()
+    t0 = time.perf_counter()
+    analysis = None
+    analysis_error: Exception | None = None
+    with staged_experiment(target, replace_empty=replace_empty) as staging:
+        if plan.scenario_toml is not None:
+            (staging / "scenario.toml").write_text(plan.scenario_toml)
+        tasks = [
+            Task(
+                planned=p,
+                scenario=p.spec.scenario
+                if isinstance(p.spec.scenario, Mapping)
+                else os.fspath(p.spec.scenario),
+                overrides=resolved_overrides(p.spec),
+                out=str(staging / RUNS_SUBDIR / p.name),
+                command=command,
+            )
+            for p in ordered
+        ]
+        outcomes = executor.run(execute, tasks, observer)
+        outcomes.sort(key=lambda o: o.run.order)
+        if analyse is not None:
+            try:
+                analysis = analyse(BatchResult(staging, outcomes))
+            except Exception as e:  # the runs stay; the error is recorded and re-raised
+                analysis_error = e
+        meta: dict[str, Any] = {
+            "kind": plan.kind,
+            "name": plan.name,
+            "description": plan.description,
+            **plan.meta,
+            "random_order": plan.random_order,
+            "order_seed": order_seed,
+            "jobs": executor.workers,
+            "started_at": started_at.isoformat(timespec="seconds"),
+            "wall_secs": time.perf_counter() - t0,
+            "command": command,
+            **environment(),
+        }
+        if analysis_error is not None:
+            meta["analysis_error"] = str(analysis_error) or type(analysis_error).__name__
+        finish(staging, {**meta, "runs": [_entry(o) for o in outcomes]})
+    if analysis_error is not None:
+        raise analysis_error
+    return BatchResult(target, outcomes, analysis)
