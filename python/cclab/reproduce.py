@@ -1,7 +1,10 @@
 """Reproductions of published experiments (`cclab reproduce NAME`).
 
-Each reproduction runs a scenario from `scenarios/repro/` once per scheme and seed, in parallel
-over local cores, and compares what the metrics kernel reports with the published numbers:
+Each reproduction is a plan for the batch runner (`cclab.batch`): a scenario from
+`scenarios/repro/` once per scheme and seed, in parallel over local cores, written as one
+experiment directory (kind "reproduction") whose runs the archive indexes and `cclab report`
+reads. Its analysis compares what the metrics kernel reports with the published numbers and
+writes its tables and plots at the top of that directory, beside `experiment.json`:
 
 - `copa-fairness`: Copa's dynamic-fairness experiment (NSDI'18 §5.1, Fig. 4; the recipe is in
   `reference/reproduction-targets.md` §2.1). Median of the per-100 ms-bucket Jain index for Copa,
@@ -11,8 +14,9 @@ over local cores, and compares what the metrics kernel reports with the publishe
 - `copa-rtt-fairness`: Copa's RTT-fairness experiment (NSDI'18 §5.3): 20 flows with RTTs 15-300
   ms on 100 Mbit/s; Jain's index over the flows' average throughputs.
 
-Every Jain number comes from the Rust metrics kernel (`RunResult.metrics["jain_median"]` and the
-per-bucket rows of `RunResult.jain`); Python only chooses, pools and plots them.
+Every Jain number comes from the Rust metrics kernel (each run's `metrics["jain_median"]` and
+the per-bucket rows of its `jain` table, read back from its run directory); Python only
+chooses, pools and plots them.
 
     >>> from cclab.reproduce import copa_fairness
     >>> rep = copa_fairness(seeds=2, out="repro-out")
@@ -21,14 +25,10 @@ per-bucket rows of `RunResult.jain`); Python only chooses, pools and plots them.
 
 from __future__ import annotations
 
-import copy
 import math
-import os
 import tomllib
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -36,9 +36,11 @@ import numpy as np
 import pandas as pd
 
 from cclab import _core
-from cclab.api import run
-from cclab.archive import runs_root
-from cclab.experiment import flows_for_scheme
+from cclab.api import validate
+from cclab.batch import BatchResult, Plan, RunOutcome, RunSpec, run_batch
+from cclab.experiment_dir import new_archive_dir, safe_name
+from cclab.report.loading import load_run
+from cclab.scenario_values import duration_ms
 
 #: Where the reproductions' scenario files live (the repository's `scenarios/repro`).
 SCENARIO_DIR = Path(__file__).resolve().parents[2] / "scenarios" / "repro"
@@ -83,79 +85,172 @@ def registered_schemes() -> set[str]:
     return {s["name"] for s in _core.schemes()}
 
 
-def load_scenario(name: str, scenario_dir: Path | None = None) -> dict[str, Any]:
+def scenario_path(name: str, scenario_dir: Path | None = None) -> Path:
     path = (scenario_dir or SCENARIO_DIR) / f"{name}.toml"
     if not path.is_file():
         raise FileNotFoundError(
             f"reproduction scenario {path} not found (the reproductions read the repository's "
             "scenarios/repro directory)"
         )
-    with path.open("rb") as f:
+    return path
+
+
+def load_scenario(name: str, scenario_dir: Path | None = None) -> dict[str, Any]:
+    with scenario_path(name, scenario_dir).open("rb") as f:
         return tomllib.load(f)
 
 
-def with_flows(scenario: dict[str, Any], flow: dict[str, Any]) -> dict[str, Any]:
-    """The scenario with every flow entry's scheme (and scheme options) replaced by `flow`."""
-    s = copy.deepcopy(scenario)
-    s["flows"] = [{**entry, **flow} for entry in flows_for_scheme(s, flow["scheme"])]
-    return s
+def default_out(name: str) -> Path:
+    """`<runs root>/<time>-reproduce-<name>` (a numeric suffix if taken)."""
+    return new_archive_dir("reproduce", name)
 
 
-def _run_job(job: tuple[str, int, dict[str, Any]]) -> dict[str, Any]:
-    """One run in a worker process: plain data back (the kernel's numbers only)."""
-    label, seed, scenario = job
-    result = run(scenario, seed=seed)
-    counted = result.jain[result.jain["counted"]]
-    flows = result.summary[result.summary["flow"].notna()]
+#: Called once per finished run with {"label", "seed", "jain_median", "utilisation",
+#: "wall_secs"}, or {"label", "seed", "error"} for a run that failed.
+ProgressCallback = Callable[[dict[str, Any]], object]
+
+
+class _ProgressLines:
+    """The batch observer that hands each finished run to a reproduction's `progress`."""
+
+    def __init__(self, progress: ProgressCallback | None) -> None:
+        self._progress = progress
+
+    def started(self, planned: Any) -> None:
+        pass
+
+    def progress(self, planned: Any, sim_ns: int, duration_ns: int) -> None:
+        pass
+
+    def finished(self, outcome: RunOutcome) -> None:
+        if self._progress is None:
+            return
+        line: dict[str, Any] = {"label": _group(outcome), "seed": outcome.seed}
+        if outcome.ok:
+            line["jain_median"] = outcome.total.get("jain_median", math.nan)
+            line["utilisation"] = outcome.total.get("utilisation", math.nan)
+            line["wall_secs"] = outcome.wall_secs
+        else:
+            line["error"] = outcome.error
+        self._progress(line)
+
+
+def _group(outcome: RunOutcome) -> str:
+    """The row of the reproduction's table a run belongs to (its `scheme` tag)."""
+    return str(outcome.run.spec.tags["scheme"])
+
+
+def _spec(
+    scenario: Path,
+    group: str,
+    seed: int,
+    configuration: str,
+    flow: dict[str, Any] | None = None,
+) -> RunSpec:
+    """A run of `scenario` with seed `seed`, as row `group` of the table; `flow` (a scheme and
+    its options) replaces every flow's scheme, or the scenario runs as written."""
+    flow = dict(flow or {})
+    scheme = flow.pop("scheme", None)
+    return RunSpec(
+        name=f"{safe_name(group)}-r{seed}",
+        scenario=scenario,
+        seed=seed,
+        scheme=scheme,
+        scheme_options=flow,
+        label=f"{group} seed {seed}",
+        tags={"scheme": group, "repetition": seed, "configuration": configuration},
+    )
+
+
+def _metric(metrics: dict[str, Any], key: str) -> float:
+    value = metrics.get(key)
+    return math.nan if value is None else float(value)  # meta.json writes NaN as null
+
+
+def _run_figures(batch: BatchResult, outcome: RunOutcome) -> dict[str, Any]:
+    """What the analyses need of one run, read back from its run directory (the kernel's
+    numbers only)."""
+    run = load_run(batch.run_dir(outcome))
+    metrics = run.meta.get("metrics") or {}
+    counted = run.jain[run.jain["counted"]]
+    flows = run.summary[run.summary["flow"].notna()]
     return {
-        "label": label,
-        "seed": seed,
-        "jain_median": result.metrics["jain_median"],
-        "utilisation": result.metrics["utilisation"],
+        "label": _group(outcome),
+        "seed": outcome.seed,
+        "jain_median": _metric(metrics, "jain_median"),
+        "utilisation": _metric(metrics, "utilisation"),
         "jain_buckets": counted["jain"].to_numpy(copy=True),
         "flow_throughput_mbps": flows["throughput_mbps"].to_numpy(copy=True),
-        "wall_secs": result.wall_secs,
+        "wall_secs": outcome.wall_secs,
     }
 
 
-def run_jobs(
-    jobs: Sequence[tuple[str, int, dict[str, Any]]],
-    workers: int | None = None,
-    progress: Callable[[dict[str, Any]], object] | None = None,
-) -> list[dict[str, Any]]:
-    """Runs every (label, seed, scenario) job, in parallel over local cores; results in job
-    order. With one worker (or one job) everything runs in this process."""
-    workers = workers or min(len(jobs), os.cpu_count() or 1)
-    if workers <= 1 or len(jobs) <= 1:
-        out = []
-        for job in jobs:
-            out.append(_run_job(job))
-            if progress:
-                progress(out[-1])
-        return out
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        futures = [pool.submit(_run_job, job) for job in jobs]
-        try:
-            results = []
-            for fut in futures:
-                results.append(fut.result())
-                if progress:
-                    progress(results[-1])
-            return results
-        except BaseException:
-            pool.shutdown(wait=False, cancel_futures=True)
-            raise
+@dataclass
+class _Analysis:
+    """What an analysis made: the table, its files (names in the directory), notes, details."""
+
+    table: pd.DataFrame
+    files: list[str]
+    notes: list[str]
+    details: dict[str, pd.DataFrame]
 
 
-def default_out(name: str) -> Path:
-    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    return runs_root() / f"{stamp}-reproduce-{name}"
+def _reproduce(
+    plan: Plan,
+    analyse: Callable[[BatchResult, list[dict[str, Any]]], _Analysis],
+    *,
+    out: str | Path | None,
+    workers: int | None,
+    progress: ProgressCallback | None,
+    command: list[str] | None,
+) -> Reproduction:
+    """Runs the plan as one experiment directory (`out`: new, or an empty directory) and
+    analyses it there; raises `cclab.batch.RunsFailedError` when a run failed (the
+    directory keeps the others)."""
+
+    def analysis(batch: BatchResult) -> _Analysis | None:
+        if batch.failed:
+            return None  # no table from some of the runs; the caller raises
+        return analyse(batch, [_run_figures(batch, o) for o in batch.in_plan_order(plan)])
+
+    result = run_batch(
+        plan,
+        Path(out) if out is not None else default_out(plan.name),
+        jobs=workers,
+        observer=_ProgressLines(progress),
+        command=command or [f"cclab.reproduce.{plan.name}"],
+        analyse=analysis,
+        replace_empty=True,
+    )
+    if result.failed:
+        raise result.failures_error()
+    made: _Analysis = result.analysis
+    return Reproduction(
+        name=plan.name,
+        table=made.table,
+        out=result.directory,
+        files=[result.directory / name for name in made.files],
+        notes=made.notes,
+        details=made.details,
+    )
 
 
-def _prepare_out(out: str | Path | None, name: str) -> Path:
-    path = Path(out) if out is not None else default_out(name)
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+def _plan(name: str, scenario: Path, specs: list[RunSpec], groups: list[str], seeds: int) -> Plan:
+    base_toml = validate(scenario)
+    return Plan(
+        kind="reproduction",
+        name=name,
+        description=str(tomllib.loads(base_toml).get("description", "")),
+        runs=specs,
+        scenario_toml=base_toml,
+        meta={
+            "reproduction": name,
+            "scenario": str(scenario),
+            "engine": specs[0].engine,
+            "schemes": groups,
+            "runs_per_scheme": seeds,
+        },
+    )
 
 
 def _save_table(table: pd.DataFrame, path: Path) -> list[Path]:
@@ -201,12 +296,15 @@ def copa_fairness(
     schemes: Sequence[str] | None = None,
     workers: int | None = None,
     scenario_dir: Path | None = None,
-    progress: Callable[[dict[str, Any]], object] | None = None,
+    progress: ProgressCallback | None = None,
+    command: list[str] | None = None,
 ) -> Reproduction:
     """Copa's dynamic-fairness experiment for every registered scheme of `FAIRNESS_SCHEMES`
-    (or `schemes`), seeds 1..`seeds`. Writes `copa-fairness.{csv,txt}` (the table),
-    `copa-fairness-runs.csv` (one row per run), `copa-fairness-jain.csv` (every counted
-    bucket) and `copa-fairness-cdf.{png,svg}` under `out`."""
+    (or `schemes`), seeds 1..`seeds`, plus the single-flow check. Writes the experiment
+    directory `out` (new, or empty; default: a new one in the archive) with the runs, and
+    `copa-fairness.{csv,txt}` (the table), `copa-fairness-runs.csv` (one row per run),
+    `copa-fairness-jain.csv` (every counted bucket), `copa-fairness-cdf.{png,svg}` and
+    `copa-single-flow.{csv,txt}` beside `experiment.json`."""
     if seeds < 1:
         raise ValueError("seeds must be at least 1")
     known = registered_schemes()
@@ -216,15 +314,29 @@ def copa_fairness(
         raise ValueError(f"unknown scheme {', '.join(unknown)}; known: {', '.join(sorted(known))}")
     present = [s for s in wanted if s in known]
     skipped = [s for s in wanted if s not in known]
-    base = load_scenario("copa-fairness", scenario_dir)
-    single = load_scenario("copa-single-flow", scenario_dir)
-    jobs = [
-        (scheme, seed, with_flows(base, {"scheme": scheme}))
+    base = scenario_path("copa-fairness", scenario_dir)
+    single = scenario_path("copa-single-flow", scenario_dir)
+    specs = [
+        _spec(base, scheme, seed, "fairness", {"scheme": scheme})
         for scheme in present
         for seed in range(1, seeds + 1)
     ]
-    single_jobs = [("copa-single", seed, single) for seed in range(1, seeds + 1)]
-    results = run_jobs(jobs + single_jobs, workers, progress)
+    specs += [_spec(single, "copa-single", seed, "single-flow") for seed in range(1, seeds + 1)]
+    plan = _plan("copa-fairness", base, specs, [*present, "copa-single"], seeds)
+
+    def analyse(batch: BatchResult, results: list[dict[str, Any]]) -> _Analysis:
+        return _fairness_analysis(batch.directory, results, present, skipped, seeds)
+
+    return _reproduce(plan, analyse, out=out, workers=workers, progress=progress, command=command)
+
+
+def _fairness_analysis(
+    out_dir: Path,
+    results: list[dict[str, Any]],
+    present: list[str],
+    skipped: list[str],
+    seeds: int,
+) -> _Analysis:
     runs = [r for r in results if r["label"] != "copa-single"]
     singles = [r for r in results if r["label"] == "copa-single"]
 
@@ -254,7 +366,6 @@ def copa_fairness(
             }
         )
     table = pd.DataFrame(rows)
-    out_dir = _prepare_out(out, "copa-fairness")
     files = _save_table(table, out_dir / "copa-fairness")
     per_run = pd.DataFrame(
         [
@@ -308,11 +419,9 @@ def copa_fairness(
     ]
     if skipped:
         notes.append(f"not registered, skipped: {', '.join(skipped)}")
-    return Reproduction(
-        name="copa-fairness",
+    return _Analysis(
         table=table,
-        out=out_dir,
-        files=files,
+        files=[f.name for f in files],
         notes=notes,
         details={"single_flow": single_table, "runs": per_run},
     )
@@ -325,10 +434,12 @@ def copa_rtt_fairness(
     schemes: Sequence[str] | None = None,
     workers: int | None = None,
     scenario_dir: Path | None = None,
-    progress: Callable[[dict[str, Any]], object] | None = None,
+    progress: ProgressCallback | None = None,
+    command: list[str] | None = None,
 ) -> Reproduction:
     """Copa's RTT-fairness experiment for `RTT_FAIRNESS_SCHEMES` (or `schemes`; "copa-d" is
-    Copa in default mode). Writes `copa-rtt-fairness.{csv,txt}`, the per-flow throughputs
+    Copa in default mode). Writes the experiment directory `out` (as `copa_fairness` does)
+    with the runs, `copa-rtt-fairness.{csv,txt}`, the per-flow throughputs
     (`copa-rtt-fairness-flows.csv`) and a throughput-vs-RTT plot (`...-flows.{png,svg}`)."""
     if seeds < 1:
         raise ValueError("seeds must be at least 1")
@@ -338,17 +449,28 @@ def copa_rtt_fairness(
     unknown = [s for s, e in entries.items() if e["scheme"] not in known]
     if unknown:
         raise ValueError(f"unknown scheme {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+    path = scenario_path("copa-rtt-fairness", scenario_dir)
     base = load_scenario("copa-rtt-fairness", scenario_dir)
     rtts_ms = [_rtt_ms(base, entry) for entry in base["flows"]]
-    jobs = [
-        (label, seed, with_flows(base, entry))
+    specs = [
+        _spec(path, label, seed, "rtt-fairness", entry)
         for label, entry in entries.items()
         for seed in range(1, seeds + 1)
     ]
-    results = run_jobs(jobs, workers, progress)
+    plan = _plan("copa-rtt-fairness", path, specs, list(entries), seeds)
+
+    def analyse(batch: BatchResult, results: list[dict[str, Any]]) -> _Analysis:
+        return _rtt_fairness_analysis(batch.directory, results, list(entries), rtts_ms)
+
+    return _reproduce(plan, analyse, out=out, workers=workers, progress=progress, command=command)
+
+
+def _rtt_fairness_analysis(
+    out_dir: Path, results: list[dict[str, Any]], labels: list[str], rtts_ms: list[float]
+) -> _Analysis:
     rows = []
     flow_rows = []
-    for label in entries:
+    for label in labels:
         mine = [r for r in results if r["label"] == label]
         # One Jain bucket spans the run: the kernel's index over the flows' delivered bytes.
         values = np.array([r["jain_median"] for r in mine])
@@ -371,7 +493,6 @@ def copa_rtt_fairness(
                 flow_rows.append({"scheme": label, "seed": r["seed"], "rtt_ms": rtt, "mbps": mbps})
     table = pd.DataFrame(rows)
     flows = pd.DataFrame(flow_rows)
-    out_dir = _prepare_out(out, "copa-rtt-fairness")
     files = _save_table(table, out_dir / "copa-rtt-fairness")
     flows.to_csv(out_dir / "copa-rtt-fairness-flows.csv", index=False)
     files.append(out_dir / "copa-rtt-fairness-flows.csv")
@@ -381,27 +502,18 @@ def copa_rtt_fairness(
         'paper: NSDI\'18 §5.3 (ns-2); copa-d is Copa in default mode (mode = "default"); '
         "the paper's Cubic-over-CoDel row (0.57) is not run",
     ]
-    return Reproduction(
-        name="copa-rtt-fairness",
-        table=table,
-        out=out_dir,
-        files=files,
-        notes=notes,
-        details={"flows": flows},
+    return _Analysis(
+        table=table, files=[f.name for f in files], notes=notes, details={"flows": flows}
     )
 
 
 def _rtt_ms(scenario: dict[str, Any], entry: dict[str, Any]) -> float:
     """Round-trip propagation delay of a flow entry, ms (link delay both ways + extra_rtt)."""
-
-    def ms(text: str) -> float:
-        units = {"ms": 1.0, "us": 1e-3, "s": 1e3}
-        for unit in ("ms", "us", "s"):
-            if text.endswith(unit):
-                return float(text[: -len(unit)]) * units[unit]
-        raise ValueError(f"cannot read duration {text!r}")
-
-    return 2 * ms(scenario["link"]["delay"]) + ms(entry.get("extra_rtt", "0ms"))
+    delays = (scenario["link"]["delay"], entry.get("extra_rtt", "0ms"))
+    one_way, extra = (duration_ms(d) for d in delays)
+    if one_way is None or extra is None:
+        raise ValueError(f"cannot read the durations {delays!r}")
+    return 2 * one_way + extra
 
 
 def _plot_throughput_vs_rtt(flows: pd.DataFrame, stem: Path) -> list[Path]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 from typing import Any
 
 from rich.console import Console
@@ -26,8 +27,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--out",
         metavar="DIR",
-        help="where to write tables and plots (default: a new directory "
-        "under $CCLAB_RUNS or ./cclab-runs)",
+        help="experiment directory to create (new or empty) for the runs, tables and plots "
+        "(default: a new directory under $CCLAB_RUNS or ./cclab-runs)",
     )
     parser.add_argument("--schemes", metavar="A,B", help="only these schemes (comma-separated)")
     parser.add_argument("--workers", type=int, default=None, help="parallel runs (default: cores)")
@@ -79,15 +80,20 @@ def execute(args: argparse.Namespace) -> int:
         kwargs["schemes"] = [s.strip() for s in args.schemes.split(",") if s.strip()]
     stderr = Console(stderr=True)
     stderr.print(f"reproducing {args.name} ...", highlight=False)
-    try:
-        rep = reproduce(
-            args.name,
-            progress=lambda r: stderr.print(
+
+    def finished(r: dict[str, Any]) -> None:
+        if "error" in r:
+            stderr.print(
+                f"  {r['label']} seed {r['seed']}: [red]failed[/]: {r['error']}", highlight=False
+            )
+        else:
+            stderr.print(
                 f"  {r['label']} seed {r['seed']}: median Jain {r['jain_median']:.3f}",
                 highlight=False,
-            ),
-            **kwargs,
-        )
+            )
+
+    try:
+        rep = reproduce(args.name, progress=finished, command=["cclab", *sys.argv[1:]], **kwargs)
     except ValueError as e:
         raise CommandError(str(e)) from e
     print_reproduction(rep, Console())
