@@ -61,6 +61,16 @@ SMALL_DICT = {
 WriteScenario = Callable[..., Path]
 
 
+@pytest.fixture(autouse=True)
+def _archive_outside_the_checkout(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Commands that archive by default (`cclab run`, `cclab compare`, `cclab reproduce`
+    without --out) write to a temporary archive, not ./cclab-runs of the checkout. A test that
+    needs its own archive sets CCLAB_RUNS itself."""
+    monkeypatch.setenv("CCLAB_RUNS", str(tmp_path_factory.mktemp("archive")))
+
+
 @pytest.fixture
 def write_scenario(tmp_path: Path) -> WriteScenario:
     """write_scenario(text, name="scenario.toml") → path of a scenario file in tmp_path."""

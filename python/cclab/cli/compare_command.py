@@ -6,14 +6,24 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
+from cclab.archive import RUNS_ENV
+from cclab.batch import PlanError
 from cclab.cli.common import CommandError, add_set_argument, overrides_of
 from cclab.cli.progress_bar import ProgressBar
-from cclab.compare import CompareError, Comparison, compare, parse_engines, parse_scheme_pairs
+from cclab.compare import (
+    DEFAULT_ENGINES,
+    CompareError,
+    Comparison,
+    compare,
+    parse_engines,
+    parse_scheme_pairs,
+)
 
 NAME = "compare"
 HELP = (
@@ -26,7 +36,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("scenario", type=Path, metavar="SCENARIO")
     parser.add_argument(
         "--engines",
-        default="sim,emu",
+        default=",".join(DEFAULT_ENGINES),
         help="two engines; the second is the reference ('real') (default: sim,emu)",
     )
     parser.add_argument(
@@ -41,7 +51,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--out",
         type=Path,
         metavar="DIR",
-        help="also write every run directory here, and the comparison as compare.json",
+        help="experiment directory to create for the runs and compare.json (default: "
+        f"${RUNS_ENV} or ./cclab-runs, then <time>-<scenario name>-compare)",
     )
     parser.add_argument("--json", action="store_true", help="print the comparison as JSON")
     add_set_argument(parser)
@@ -105,11 +116,11 @@ def execute(args: argparse.Namespace) -> int:
                 out=args.out,
                 on_start=started,
                 progress=progress,
+                command=["cclab", *sys.argv[1:]],
             )
-        except CompareError as e:
+        except PlanError as e:
             raise CommandError(str(e)) from e
-    if args.out is not None:
-        (args.out / "compare.json").write_text(json.dumps(result.to_dict(), indent=2) + "\n")
+    stderr.print(f"comparison directory: {result.directory}", highlight=False, soft_wrap=True)
     if args.json:
         print(json.dumps(result.to_dict(), indent=2))
     else:
