@@ -396,9 +396,10 @@ def resolved_overrides(spec: RunSpec) -> dict[str, Any]:
     return overrides
 
 
-def check_plan(plan: Plan, validate_fn: Callable[..., str] = validate) -> None:
+def check_plan(plan: Plan, validate_fn: Callable[..., str] = validate) -> list[dict[str, Any]]:
     """Raises before anything runs: an unknown or missing engine, a duplicate run name, or a
-    run whose scenario is invalid (`cclab.ScenarioError` with every problem)."""
+    run whose scenario is invalid (`cclab.ScenarioError` with every problem). Returns each
+    run's resolved overrides, in plan order."""
     if not plan.runs:
         raise PlanError(f"the {plan.kind} has no runs")
     names = [s.name for s in plan.runs]
@@ -412,8 +413,10 @@ def check_plan(plan: Plan, validate_fn: Callable[..., str] = validate) -> None:
             raise PlanError(str(e)) from None
         if not descriptor.available():
             raise PlanError(f"this cclab build has no {descriptor.noun} engine ({engine})")
-    for spec in plan.runs:
-        validate_fn(spec.scenario, seed=spec.seed, engine=spec.engine, **resolved_overrides(spec))
+    resolved = [resolved_overrides(spec) for spec in plan.runs]
+    for spec, overrides in zip(plan.runs, resolved, strict=True):
+        validate_fn(spec.scenario, seed=spec.seed, engine=spec.engine, **overrides)
+    return resolved
 
 
 @dataclass
@@ -490,16 +493,12 @@ def run_batch(
     With the default executor (`default_executor`), a pool's workers are started fresh
     ("spawn"), so a script that runs a batch at its top level must do so under
     `if __name__ == "__main__":`."""
-    check_plan(plan, validate_fn)
+    resolved = check_plan(plan, validate_fn)
     order_seed = plan.order_seed
     if plan.random_order and order_seed is None:
         order_seed = random.SystemRandom().randrange(2**31)
-    ordered = [
-        BatchRun(order=i, spec=plan.runs[j])
-        for i, j in enumerate(
-            execution_order(len(plan.runs), order_seed if plan.random_order else None)
-        )
-    ]
+    positions = execution_order(len(plan.runs), order_seed if plan.random_order else None)
+    ordered = [BatchRun(order=i, spec=plan.runs[j]) for i, j in enumerate(positions)]
     executor = executor or default_executor(plan.runs, jobs)
     observer = observer or Silent()
     command = command or [f"cclab.{plan.kind}"]
@@ -517,11 +516,11 @@ def run_batch(
                 scenario=p.spec.scenario
                 if isinstance(p.spec.scenario, Mapping)
                 else os.fspath(p.spec.scenario),
-                overrides=resolved_overrides(p.spec),
+                overrides=resolved[j],
                 out=str(staging / RUNS_SUBDIR / p.name),
                 command=command,
             )
-            for p in ordered
+            for p, j in zip(ordered, positions, strict=True)
         ]
         outcomes = executor.run(execute, tasks, observer)
         outcomes.sort(key=lambda o: o.run.order)

@@ -1,4 +1,6 @@
-"""Experiment directories: several runs that belong together, written atomically.
+"""Experiment directories: several runs that belong together, written atomically (by the
+batch runner, `cclab.batch`, for experiments, reproductions and comparisons, and by the
+Pantheon importer).
 
 An experiment directory holds `experiment.json`, the base `scenario.toml` and its runs as
 ordinary run directories under `runs/` (each one written atomically by `cclab.archive`). The
