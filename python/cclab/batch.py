@@ -31,7 +31,7 @@ from typing import Any, Protocol
 
 from cclab import _core
 from cclab.api import run, validate
-from cclab.engines import UnknownEngineError, engine_named
+from cclab.engines import DEFAULT_ENGINE, UnknownEngineError, engine_named
 from cclab.errors import SimulationError
 from cclab.experiment_dir import (
     RUNS_SUBDIR,
@@ -65,7 +65,7 @@ class RunSpec:
     name: str
     scenario: ScenarioSource
     seed: int | None = None
-    engine: str = "sim"
+    engine: str = DEFAULT_ENGINE
     scheme: str | None = None
     scheme_options: Mapping[str, Any] = field(default_factory=dict)
     overrides: Mapping[str, Any] = field(default_factory=dict)

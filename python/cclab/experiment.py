@@ -31,7 +31,7 @@ from cclab.batch import (
     flows_for_scheme,
     run_batch,
 )
-from cclab.engines import EMU, UnknownEngineError, engine_named
+from cclab.engines import DEFAULT_ENGINE, EMU, UnknownEngineError, engine_named
 from cclab.experiment_dir import new_archive_dir, safe_name
 from cclab.scenario_source import ScenarioSource, describe
 
@@ -124,7 +124,7 @@ def run_experiment(
     seed: int | None = None,
     random_order: bool = False,
     order_seed: int | None = None,
-    engine: str = "sim",
+    engine: str = DEFAULT_ENGINE,
     jobs: int | None = None,
     out: str | os.PathLike[str] | None = None,
     log_packets: bool = False,
