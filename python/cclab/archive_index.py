@@ -454,15 +454,18 @@ def _sync(con: duckdb.DuckDBPyConnection, found: dict[str, _Entry]) -> None:
 
 def _open(path: Path, *, read_only: bool) -> duckdb.DuckDBPyConnection | None:
     """The index file, or None when it cannot be had (missing when read-only, a read-only
-    archive, another process holding its lock). Opened for writing, a file that is not a
-    DuckDB database is replaced: the index is only a cache of the directories."""
+    archive, another process holding its lock, this process holding it open otherwise).
+    Opened for writing, a file that DuckDB cannot read is replaced: the index is only a cache
+    of the directories."""
     for attempt in range(2):
         try:
             return duckdb.connect(str(path), read_only=read_only)
-        except (duckdb.Error, OSError) as e:
+        except duckdb.IOException as e:
             if read_only or attempt or "lock" in str(e).lower() or not path.exists():
                 return None
             _remove(path)
+        except (duckdb.Error, OSError):
+            return None
     return None
 
 
