@@ -29,7 +29,8 @@ Tables (`cclab runs --sql` sees them all):
 from __future__ import annotations
 
 import tomllib
-from contextlib import suppress
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -50,15 +51,17 @@ SUMMARY_FILE = "summary.parquet"
 SCENARIO_FILE = "scenario.toml"
 
 #: The text of a JSON file that says `"complete": true` (the marker of a whole directory).
-_COMPLETE = "json_type({j}, '$.complete') = 'BOOLEAN' AND {j} ->> '$.complete' = 'true'"
+_COMPLETE = (
+    "json_type({j}, '$.complete') = 'BOOLEAN' AND json_extract_string({j}, '$.complete') = 'true'"
+)
 
 
 def _metric(key: str, otherwise: str) -> str:
     """A whole-run figure from meta.json's `metrics`, which wins when it is there even as null
     (a NaN written as strict JSON); `otherwise` when it is not."""
     path = f"'$.metrics.{key}'"
-    present = f"json_extract(m.j, {path}) IS NOT NULL"
-    return f"CASE WHEN {present} THEN TRY_CAST(m.j ->> {path} AS DOUBLE) ELSE {otherwise} END"
+    value = f"TRY_CAST(json_extract_string(m.j, {path}) AS DOUBLE)"
+    return f"CASE WHEN json_extract(m.j, {path}) IS NOT NULL THEN {value} ELSE {otherwise} END"
 
 
 #: The `runs` table: (column, DuckDB type, its value in `_RUNS_QUERY`). `d` is the directory
@@ -68,16 +71,16 @@ _RUNS = [
     ("run_id", "VARCHAR PRIMARY KEY", "d.run_id"),
     ("path", "VARCHAR", "d.path"),
     ("experiment", "VARCHAR", "d.experiment"),
-    ("name", "VARCHAR", "m.j ->> '$.name'"),
+    ("name", "VARCHAR", "json_extract_string(m.j, '$.name')"),
     ("scheme", "VARCHAR", "coalesce(nullif(p.scheme, ''), array_to_string(f.schemes, '+'))"),
     ("schemes", "VARCHAR[]", "coalesce(f.schemes, [])"),
     ("repetition", "INTEGER", "p.repetition"),
     ("status", "VARCHAR", "coalesce(p.status, 'ok')"),
-    ("seed", "BIGINT", "m.j ->> '$.seed'"),
-    ("engine", "VARCHAR", "m.j ->> '$.engine'"),
-    ("started_at", "TIMESTAMPTZ", "m.j ->> '$.started_at'"),
-    ("wall_secs", "DOUBLE", "m.j ->> '$.wall_secs'"),
-    ("duration_s", "DOUBLE", "m.j ->> '$.simulated_secs'"),
+    ("seed", "BIGINT", "json_extract_string(m.j, '$.seed')"),
+    ("engine", "VARCHAR", "json_extract_string(m.j, '$.engine')"),
+    ("started_at", "TIMESTAMPTZ", "json_extract_string(m.j, '$.started_at')"),
+    ("wall_secs", "DOUBLE", "json_extract_string(m.j, '$.wall_secs')"),
+    ("duration_s", "DOUBLE", "json_extract_string(m.j, '$.simulated_secs')"),
     ("rate_mbps", "DOUBLE", "d.rate_mbps"),
     ("delay_ms", "DOUBLE", "d.delay_ms"),
     ("queue", "VARCHAR", "d.queue"),
@@ -91,10 +94,10 @@ _RUNS = [
     ("loss", "DOUBLE", "t.loss"),
     ("utilisation", "DOUBLE", _metric("utilisation", "t.utilisation")),
     ("jain_median", "DOUBLE", _metric("jain_median", "t.jain_median")),
-    ("capacity_mbps", "DOUBLE", "m.j ->> '$.metrics.capacity_mbps'"),
+    ("capacity_mbps", "DOUBLE", "json_extract_string(m.j, '$.metrics.capacity_mbps')"),
     ("complete", "BOOLEAN", "true"),
-    ("cclab_version", "VARCHAR", "m.j ->> '$.cclab_version'"),
-    ("host", "VARCHAR", "m.j ->> '$.host'"),
+    ("cclab_version", "VARCHAR", "json_extract_string(m.j, '$.cclab_version')"),
+    ("host", "VARCHAR", "json_extract_string(m.j, '$.host')"),
 ]
 #: The `flows` table: each run's per-flow rows of `summary.parquet`.
 FLOW_SCHEMA = [
@@ -119,15 +122,15 @@ FLOW_SCHEMA = [
 _EXPERIMENTS = [
     ("experiment", "VARCHAR PRIMARY KEY", "d.entry_id"),
     ("path", "VARCHAR", "d.path"),
-    ("name", "VARCHAR", "e.j ->> '$.name'"),
-    ("kind", "VARCHAR", "e.j ->> '$.kind'"),
-    ("engine", "VARCHAR", "e.j ->> '$.engine'"),
+    ("name", "VARCHAR", "json_extract_string(e.j, '$.name')"),
+    ("kind", "VARCHAR", "json_extract_string(e.j, '$.kind')"),
+    ("engine", "VARCHAR", "json_extract_string(e.j, '$.engine')"),
     ("schemes", "VARCHAR[]", "coalesce(json_extract_string(e.j, '$.schemes[*]'), [])"),
     ("runs", "INTEGER", "coalesce(r.runs, 0)"),
     ("failed", "INTEGER", "coalesce(r.failed, 0)"),
-    ("runs_per_scheme", "INTEGER", "e.j ->> '$.runs_per_scheme'"),
-    ("started_at", "TIMESTAMPTZ", "e.j ->> '$.started_at'"),
-    ("wall_secs", "DOUBLE", "e.j ->> '$.wall_secs'"),
+    ("runs_per_scheme", "INTEGER", "json_extract_string(e.j, '$.runs_per_scheme')"),
+    ("started_at", "TIMESTAMPTZ", "json_extract_string(e.j, '$.started_at')"),
+    ("wall_secs", "DOUBLE", "json_extract_string(e.j, '$.wall_secs')"),
 ]
 RUN_COLUMNS = [name for name, _, _ in _RUNS]
 FLOW_COLUMNS = [name for name, _ in FLOW_SCHEMA]
@@ -187,9 +190,11 @@ e AS (
     WHERE json_valid(content) AND {_COMPLETE.format(j="CAST(content AS JSON)")}
 ),
 p AS (
-    SELECT filename, regexp_extract(rtrim(r ->> '$.dir', '/'), '[^/]*$') AS run_name,
-           r ->> '$.scheme' AS scheme, TRY_CAST(r ->> '$.repetition' AS INTEGER) AS repetition,
-           r ->> '$.status' AS status
+    SELECT filename,
+           regexp_extract(rtrim(json_extract_string(r, '$.dir'), '/'), '[^/]*$') AS run_name,
+           json_extract_string(r, '$.scheme') AS scheme,
+           TRY_CAST(json_extract_string(r, '$.repetition') AS INTEGER) AS repetition,
+           json_extract_string(r, '$.status') AS status
     FROM (SELECT filename, unnest(json_extract(j, '$.runs[*]')) AS r FROM e)
     QUALIFY row_number() OVER (PARTITION BY filename, run_name) = 1
 )
@@ -222,8 +227,10 @@ WITH
 e AS (SELECT filename, CAST(content AS JSON) AS j FROM read_text($files) WHERE json_valid(content)),
 r AS (
     SELECT filename, count(*) AS runs,
-           count(*) FILTER (WHERE status IS DISTINCT FROM 'ok') AS failed
-    FROM (SELECT filename, unnest(json_extract(j, '$.runs[*]')) ->> '$.status' AS status FROM e)
+           count(*) FILTER (
+               WHERE json_extract_string(r, '$.status') IS DISTINCT FROM 'ok'
+           ) AS failed
+    FROM (SELECT filename, unnest(json_extract(j, '$.runs[*]')) AS r FROM e)
     GROUP BY filename
 )
 SELECT
@@ -420,12 +427,34 @@ def _changes(
     return stale, fresh
 
 
+@contextmanager
+def _transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    con.execute("BEGIN TRANSACTION")
+    try:
+        yield
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    con.execute("COMMIT")
+
+
 def _sync(con: duckdb.DuckDBPyConnection, found: dict[str, _Entry]) -> None:
     """Brings the tables up to date with the directories `found`."""
     if _version(con) != INDEX_VERSION:
         _create_tables(con)
     stale, fresh = _changes(con, found)
-    if not stale and not fresh:
+    # Deleting a key and inserting it again in one transaction trips the primary-key check of
+    # DuckDB before 1.2, so what is gone goes first, in a transaction of its own. An index left
+    # between the two lacks those rows and their entries alike: the next query reads them.
+    if stale:
+        with _transaction(con):
+            con.execute("CREATE TEMP TABLE gone AS SELECT unnest($ids) AS id", {"ids": stale})
+            con.execute("DELETE FROM runs WHERE run_id IN (SELECT id FROM gone)")
+            con.execute("DELETE FROM flows WHERE run_id IN (SELECT id FROM gone)")
+            con.execute("DELETE FROM experiments WHERE experiment IN (SELECT id FROM gone)")
+            con.execute("DELETE FROM entries WHERE entry_id IN (SELECT id FROM gone)")
+            con.execute("DROP TABLE gone")
+    if not fresh:
         return
     # A run without its summary is not whole (the summary is written before meta.json).
     runs = _fresh_runs([e for e in fresh if e.kind == "run" and (e.path / SUMMARY_FILE).is_file()])
@@ -433,20 +462,8 @@ def _sync(con: duckdb.DuckDBPyConnection, found: dict[str, _Entry]) -> None:
     con.register("fresh_runs", runs)
     con.register("fresh_experiments", experiments)
     try:
-        con.execute("BEGIN TRANSACTION")
-        try:
-            if stale:
-                con.execute("CREATE TEMP TABLE gone AS SELECT unnest($ids) AS id", {"ids": stale})
-                con.execute("DELETE FROM runs WHERE run_id IN (SELECT id FROM gone)")
-                con.execute("DELETE FROM flows WHERE run_id IN (SELECT id FROM gone)")
-                con.execute("DELETE FROM experiments WHERE experiment IN (SELECT id FROM gone)")
-                con.execute("DELETE FROM entries WHERE entry_id IN (SELECT id FROM gone)")
-                con.execute("DROP TABLE gone")
+        with _transaction(con):
             _insert(con, runs, experiments, fresh)
-            con.execute("COMMIT")
-        except BaseException:
-            con.execute("ROLLBACK")
-            raise
     finally:
         con.unregister("fresh_runs")
         con.unregister("fresh_experiments")
