@@ -171,3 +171,15 @@ def test_runs_of_an_unfinished_experiment_never_appear(archive, write_scenario):
     record_path.write_text(json.dumps(record))
     assert len(runs(where="experiment = 'e1'")) == 2
     assert experiments()["experiment"].tolist() == ["e1"]
+
+
+def test_a_damaged_directory_leaves_the_others_listed(archive):
+    # A meta.json cut off mid-write and a complete-looking run without its summary: neither is
+    # a run, and neither keeps the whole runs from being indexed.
+    shutil.copytree(archive / "cubic-12", archive / "cut-off")
+    meta_path = archive / "cut-off" / "meta.json"
+    meta_path.write_text(meta_path.read_text()[:40])
+    shutil.copytree(archive / "cubic-12", archive / "no-summary")
+    (archive / "no-summary" / "summary.parquet").unlink()
+    assert set(runs()["run_id"]) == {"cubic-12", "cubic-46", "newreno-46"}
+    assert len(runs(sql="SELECT * FROM flows")) == 3
