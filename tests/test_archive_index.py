@@ -137,3 +137,49 @@ def test_cli(archive, cli):
     code, _, stderr = cli("runs", "--where", "nonsense >")
     assert code == 2
     assert "query failed" in stderr
+
+
+def test_queries_cannot_change_the_index(archive):
+    with pytest.raises(IndexQueryError, match="read-only"):
+        runs(sql="DROP TABLE runs")
+    with pytest.raises(IndexQueryError):
+        runs(where="true); DROP TABLE runs; SELECT (1")
+    assert len(runs()) == 3
+
+
+def test_runs_of_an_unfinished_experiment_never_appear(archive, write_scenario):
+    scenario = write_scenario(
+        """
+        name = "exp"
+        duration = "1s"
+        [link]
+        rate = "24Mbps"
+        delay = "5ms"
+        [[flows]]
+        scheme = "cubic"
+        """
+    )
+    run_experiment(scenario, ["cubic"], runs=2, jobs=1, out=archive / "e1")
+    assert len(runs(where="experiment = 'e1'")) == 2
+    # The experiment's record no longer says complete: neither it nor its runs are listed,
+    # though the runs' own directories did not change; once it says so again, they are back.
+    record_path = archive / "e1" / "experiment.json"
+    record = json.loads(record_path.read_text())
+    record_path.write_text(json.dumps({**record, "complete": False}))
+    assert len(runs(where="experiment = 'e1'")) == 0
+    assert experiments().empty
+    record_path.write_text(json.dumps(record))
+    assert len(runs(where="experiment = 'e1'")) == 2
+    assert experiments()["experiment"].tolist() == ["e1"]
+
+
+def test_a_damaged_directory_leaves_the_others_listed(archive):
+    # A meta.json cut off mid-write and a complete-looking run without its summary: neither is
+    # a run, and neither keeps the whole runs from being indexed.
+    shutil.copytree(archive / "cubic-12", archive / "cut-off")
+    meta_path = archive / "cut-off" / "meta.json"
+    meta_path.write_text(meta_path.read_text()[:40])
+    shutil.copytree(archive / "cubic-12", archive / "no-summary")
+    (archive / "no-summary" / "summary.parquet").unlink()
+    assert set(runs()["run_id"]) == {"cubic-12", "cubic-46", "newreno-46"}
+    assert len(runs(sql="SELECT * FROM flows")) == 3

@@ -34,13 +34,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--sql",
         metavar="QUERY",
-        help="any SQL query over the tables runs, flows and experiments",
+        help="any read-only SQL query over the tables runs, flows and experiments",
     )
     parser.add_argument(
         "--experiments", action="store_true", help="list the experiments instead of the runs"
     )
     parser.add_argument(
-        "--rebuild", action="store_true", help="rebuild the index from the directories first"
+        "--rebuild",
+        action="store_true",
+        help="delete the index's cache (index.duckdb) and read every directory again first",
     )
     parser.add_argument("--limit", type=int, default=50, help="rows to show (default 50; 0: all)")
     parser.add_argument("--csv", action="store_true", help="print CSV (every column) instead")
