@@ -307,26 +307,15 @@ fn line_at(text: &str, offset: usize) -> usize {
     text[..offset.min(text.len())].matches('\n').count() + 1
 }
 
-/// Levenshtein distance, for "did you mean" suggestions.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let cost = usize::from(ca != *cb);
-            cur.push((prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1));
-        }
-        prev = cur;
-    }
-    prev[b.len()]
-}
-
-/// The closest of `candidates` to `word`, if it is close enough to be a plausible typo.
+/// The closest of `candidates` to `word`, if it is close enough to be a plausible typo: the
+/// one "did you mean" of every crate (scheme names, option keys, wrapper keys). Ties go to the
+/// alphabetically first candidate, so a suggestion never depends on the candidates' order.
 pub fn did_you_mean<'a>(word: &str, candidates: &[&'a str]) -> Option<&'a str> {
     candidates
         .iter()
-        .map(|c| (edit_distance(&word.to_lowercase(), &c.to_lowercase()), *c))
+        // Plain Levenshtein over chars (a swap costs 2), case-insensitive: the threshold below
+        // was tuned against it.
+        .map(|c| (strsim::levenshtein(&word.to_lowercase(), &c.to_lowercase()), *c))
         .filter(|(d, c)| *d <= 2.max(c.len() / 3))
         .min()
         .map(|(_, c)| c)
@@ -573,4 +562,28 @@ fn missing_field_hint(msg: &str) -> Option<String> {
         _ => return Some(format!("missing required key `{word}`")),
     };
     Some(format!("missing required key `{word}`: {hint}"))
+}
+
+#[cfg(test)]
+mod did_you_mean_tests {
+    use super::did_you_mean;
+
+    #[test]
+    fn suggests_within_the_threshold_only() {
+        let keys = ["duration", "seed", "queue_bytes"];
+        assert_eq!(did_you_mean("duraton", &keys), Some("duration"));
+        assert_eq!(did_you_mean("SEED", &keys), Some("seed"), "case does not count");
+        // A transposition costs two edits (plain Levenshtein), still within 2.
+        assert_eq!(did_you_mean("sede", &keys), Some("seed"));
+        // Three edits on a short word are too many; long words allow a third of their length.
+        assert_eq!(did_you_mean("sxxx", &keys), None);
+        assert_eq!(did_you_mean("quuee_btes", &keys), Some("queue_bytes"));
+        assert_eq!(did_you_mean("anything", &[]), None);
+    }
+
+    #[test]
+    fn ties_go_to_the_first_in_alphabetical_order() {
+        assert_eq!(did_you_mean("cat", &["cot", "bat"]), Some("bat"));
+        assert_eq!(did_you_mean("cat", &["bat", "cot"]), Some("bat"));
+    }
 }

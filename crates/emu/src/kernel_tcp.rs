@@ -7,12 +7,18 @@
 //! real-stack equivalent of the simulator's sender simply stopping.
 
 use crate::endpoint::{AppBytes, Stop};
-use crate::netns::{cstring, NetNs};
-use crate::sys::{cvt, cvt_size, wait_fd, Clock};
+use crate::netns::NetNs;
+use crate::sys::{os_error, wait_fd, Clock};
 use crate::topology::RECEIVER_IP;
-use std::io;
+use nix::errno::Errno;
+use nix::poll::PollFlags;
+use nix::sys::socket::{
+    connect, getsockopt, setsockopt, socket, sockopt, AddressFamily, SockFlag, SockType, SockaddrIn,
+};
+use std::ffi::OsString;
+use std::io::{self, Read};
 use std::net::{SocketAddrV4, TcpListener};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 
 /// Bytes handed to the kernel per write/read call.
 const IO_CHUNK: usize = 1 << 20;
@@ -70,11 +76,16 @@ impl TcpTrace {
 
 /// Reads the fields of `struct tcp_info` (linux/tcp.h) the trace keeps, by their offsets in
 /// the kernel's stable layout (fields are only ever appended).
-fn tcp_info(fd: RawFd, t: u64) -> io::Result<TcpSample> {
+///
+/// Raw libc: nix has no TCP_INFO or TCP_CC_INFO option.
+fn tcp_info(sock: impl AsFd, t: u64) -> io::Result<TcpSample> {
+    let fd = sock.as_fd().as_raw_fd();
     let mut buf = [0u8; 256];
     let mut len = buf.len() as libc::socklen_t;
     // SAFETY: buf/len describe a writable buffer; the kernel writes at most len bytes.
-    cvt(unsafe { libc::getsockopt(fd, libc::IPPROTO_TCP, libc::TCP_INFO, buf.as_mut_ptr().cast(), &mut len) })?;
+    Errno::result(unsafe {
+        libc::getsockopt(fd, libc::IPPROTO_TCP, libc::TCP_INFO, buf.as_mut_ptr().cast(), &mut len)
+    })?;
     let (srtt_us, cwnd, total_retrans, min_rtt_us, unacked) = (
         ne_u32(&buf, len, 68),
         ne_u32(&buf, len, 80),
@@ -147,25 +158,23 @@ pub fn receive(listener: TcpListener, clock: Clock, stop: &Stop) -> io::Result<A
         match listener.accept() {
             Ok((c, _)) => break c,
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                wait_fd(listener.as_raw_fd(), libc::POLLIN, Some(POLL_NS))?;
+                wait_fd(&listener, PollFlags::POLLIN, Some(POLL_NS))?;
             }
             Err(e) => return Err(e),
         }
     };
     drop(listener);
     conn.set_nonblocking(true)?;
-    let fd = conn.as_raw_fd();
     // Wake only when a good chunk is waiting: the application's wake-ups are CPU the path
     // threads need on a small machine, and the kernel still ACKs every segment as it arrives.
-    setsockopt(fd, libc::SOL_SOCKET, libc::SO_RCVLOWAT, &RCVLOWAT)?;
+    set_rcvlowat(&conn, RCVLOWAT)?;
     let mut buf = vec![0u8; IO_CHUNK];
     while !stop.now() {
-        // SAFETY: buf is a valid writable buffer of buf.len() bytes.
-        match cvt_size(unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) }) {
+        match (&conn).read(&mut buf) {
             Ok(0) => break,
             Ok(n) => got.add(clock.now(), n as u64),
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                wait_fd(fd, libc::POLLIN, Some(POLL_NS))?;
+                wait_fd(&conn, PollFlags::POLLIN, Some(POLL_NS))?;
             }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             // The sender's abort at its stop time.
@@ -176,26 +185,31 @@ pub fn receive(listener: TcpListener, clock: Clock, stop: &Stop) -> io::Result<A
     Ok(got)
 }
 
-fn setsockopt<T>(fd: RawFd, level: libc::c_int, name: libc::c_int, value: &T) -> io::Result<()> {
-    // SAFETY: value points at a live T of the size passed.
-    cvt(unsafe {
-        libc::setsockopt(fd, level, name, (value as *const T).cast(), std::mem::size_of::<T>() as libc::socklen_t)
-    })
-    .map(drop)
+/// SO_RCVLOWAT. Raw libc: nix has no SO_RCVLOWAT option.
+fn set_rcvlowat(sock: impl AsFd, bytes: libc::c_int) -> io::Result<()> {
+    let size = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: an int option, passed by a pointer to a live int of the size given.
+    Errno::result(unsafe {
+        libc::setsockopt(
+            sock.as_fd().as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVLOWAT,
+            (&bytes as *const libc::c_int).cast(),
+            size,
+        )
+    })?;
+    Ok(())
 }
 
 /// A TCP socket in the calling thread's namespace with congestion control `cc`.
 fn tcp_socket(cc: &str) -> io::Result<OwnedFd> {
-    // SAFETY: plain socket(2); the descriptor is owned at once.
-    let fd =
-        cvt(unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC, 0) })?;
-    let sock = unsafe { OwnedFd::from_raw_fd(fd) };
-    let name = cstring(cc)?;
-    // SAFETY: the name bytes are live for the call; the kernel copies them.
-    cvt(unsafe {
-        libc::setsockopt(fd, libc::IPPROTO_TCP, libc::TCP_CONGESTION, name.as_ptr().cast(), cc.len() as libc::socklen_t)
-    })
-    .map_err(|e| io::Error::new(e.kind(), format!("setting TCP_CONGESTION to {cc:?}: {e}")))?;
+    let sock = socket(AddressFamily::Inet, SockType::Stream, SockFlag::SOCK_NONBLOCK | SockFlag::SOCK_CLOEXEC, None)?;
+    // The kernel would stop at a NUL and quietly take the name's start instead.
+    if cc.contains('\0') {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("{cc:?} contains a NUL byte")));
+    }
+    setsockopt(&sock, sockopt::TcpCongestion, &OsString::from(cc))
+        .map_err(os_error(format_args!("setting TCP_CONGESTION to {cc:?}")))?;
     Ok(sock)
 }
 
@@ -203,46 +217,25 @@ fn tcp_socket(cc: &str) -> io::Result<OwnedFd> {
 /// Runs on a thread already inside the sender's namespace.
 pub fn send(cc: &str, port: u16, clock: Clock, start: u64, stop_at: u64, stop: &Stop) -> io::Result<TcpTrace> {
     let sock = tcp_socket(cc)?;
-    let fd = sock.as_raw_fd();
     let mut trace = TcpTrace::default();
     if !stop.sleep_until(clock, start) {
         return Ok(trace);
     }
-    let addr = libc::sockaddr_in {
-        sin_family: libc::AF_INET as libc::sa_family_t,
-        sin_port: port.to_be(),
-        sin_addr: libc::in_addr { s_addr: u32::from(RECEIVER_IP).to_be() },
-        sin_zero: [0; 8],
-    };
-    // SAFETY: addr is a valid sockaddr_in of the size passed.
-    let r = unsafe {
-        libc::connect(
-            fd,
-            (&addr as *const libc::sockaddr_in).cast(),
-            std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
-        )
-    };
-    if r < 0 {
-        let e = io::Error::last_os_error();
-        if e.raw_os_error() != Some(libc::EINPROGRESS) {
-            return Err(io::Error::new(e.kind(), format!("connecting to port {port}: {e}")));
-        }
+    let addr = SockaddrIn::from(SocketAddrV4::new(RECEIVER_IP, port));
+    match connect(sock.as_raw_fd(), &addr) {
+        Ok(()) | Err(Errno::EINPROGRESS) => {}
+        Err(e) => return Err(os_error(format_args!("connecting to port {port}"))(e)),
     }
     // Connected when writable; SYN retransmissions are the kernel's business meanwhile.
     loop {
         if stop.now() || clock.now() >= stop_at {
             return Ok(trace);
         }
-        if wait_fd(fd, libc::POLLOUT, Some(POLL_NS))? {
+        if wait_fd(&sock, PollFlags::POLLOUT, Some(POLL_NS))? {
             break;
         }
     }
-    let mut err: libc::c_int = 0;
-    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-    // SAFETY: err/len are valid out-pointers for SO_ERROR.
-    cvt(unsafe {
-        libc::getsockopt(fd, libc::SOL_SOCKET, libc::SO_ERROR, (&mut err as *mut libc::c_int).cast(), &mut len)
-    })?;
+    let err = getsockopt(&sock, sockopt::SocketError)?;
     if err != 0 {
         let e = io::Error::from_raw_os_error(err);
         return Err(io::Error::new(e.kind(), format!("connecting to port {port}: {e}")));
@@ -255,21 +248,19 @@ pub fn send(cc: &str, port: u16, clock: Clock, start: u64, stop_at: u64, stop: &
             break;
         }
         if now >= next_sample {
-            trace.samples.push(tcp_info(fd, now)?);
+            trace.samples.push(tcp_info(&sock, now)?);
             next_sample = now + SAMPLE_NS;
         }
-        // SAFETY: buf is a valid readable buffer of buf.len() bytes.
-        match cvt_size(unsafe { libc::write(fd, buf.as_ptr().cast(), buf.len()) }) {
+        match nix::unistd::write(&sock, &buf) {
             Ok(_) => {}
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                wait_fd(fd, libc::POLLOUT, Some((stop_at.min(next_sample) - now).clamp(1, POLL_NS)))?;
+            Err(Errno::EAGAIN) => {
+                wait_fd(&sock, PollFlags::POLLOUT, Some((stop_at.min(next_sample) - now).clamp(1, POLL_NS)))?;
             }
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(io::Error::new(e.kind(), format!("sending on port {port}: {e}"))),
+            Err(Errno::EINTR) => {}
+            Err(e) => return Err(os_error(format_args!("sending on port {port}"))(e)),
         }
     }
-    let abort = libc::linger { l_onoff: 1, l_linger: 0 };
-    setsockopt(fd, libc::SOL_SOCKET, libc::SO_LINGER, &abort)?;
+    setsockopt(&sock, sockopt::Linger, &libc::linger { l_onoff: 1, l_linger: 0 })?;
     drop(sock);
     Ok(trace)
 }

@@ -4,12 +4,15 @@
 //! ```text
 //! cclab-emu SCENARIO [--set KEY=VALUE]... [--log-packets] [--no-pin] [--two-threads] [--rt PRIO (0: off)] [--spin-us N]
 //! ```
+//! (`cclab-emu --help` says more.)
 //! Prints the per-flow summary and the engine's own figures as `key = value` lines (easy to
 //! grep in scripts). Exit status: 0 ok, 2 bad input or failed run, 130 interrupted.
 
 use cclab_core::metrics::FlowSummary;
 use cclab_core::record::{Fate, PacketKind};
 use cclab_emu::{EmuError, EmuOptions, EmuOutput};
+use clap::Parser;
+use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -22,72 +25,71 @@ extern "C" fn on_signal(_: libc::c_int) {
 /// SIGINT/SIGTERM only set a flag; the run sees it through its progress callback and tears
 /// everything down on its normal path.
 fn install_signal_handlers() {
-    for sig in [libc::SIGINT, libc::SIGTERM] {
-        // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
-        unsafe {
-            let mut sa: libc::sigaction = std::mem::zeroed();
-            sa.sa_sigaction = on_signal as *const () as libc::sighandler_t;
-            libc::sigemptyset(&mut sa.sa_mask);
-            libc::sigaction(sig, &sa, std::ptr::null_mut());
-        }
+    let action = SigAction::new(SigHandler::Handler(on_signal), SaFlags::empty(), SigSet::empty());
+    for sig in [Signal::SIGINT, Signal::SIGTERM] {
+        // SAFETY: the handler only stores to an atomic, which is async-signal-safe. Neither
+        // signal can be refused, so the result needs no check.
+        let _ = unsafe { sigaction(sig, &action) };
     }
 }
 
+/// Runs one scenario on the emulator (as root) and prints its figures as `key = value` lines.
+#[derive(Parser, Debug)]
+#[command(name = "cclab-emu", version)]
 struct Args {
+    /// The scenario file (TOML); wrapper paths in it resolve against its folder.
     scenario: PathBuf,
-    overrides: toml::Table,
-    opts: EmuOptions,
+    /// Overrides one scenario key, as `cclab run --set` does (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE", value_parser = parse_set)]
+    set: Vec<(String, toml::Value)>,
+    /// Records every packet and checks the log against the link model.
+    #[arg(long)]
+    log_packets: bool,
+    /// Leaves the path threads unpinned (by default each stays on the CPU it starts on).
+    #[arg(long)]
+    no_pin: bool,
+    /// One path thread per direction instead of one for both.
+    #[arg(long)]
+    two_threads: bool,
+    /// SCHED_FIFO priority of the path threads (0 or less: ordinary scheduling).
+    #[arg(long, value_name = "PRIO", allow_negative_numbers = true, default_value_t = default_rt())]
+    rt: i32,
+    /// The path threads spin rather than sleep when the next packet is due within this (µs).
+    #[arg(long, value_name = "N", default_value_t = EmuOptions::default().spin_us)]
+    spin_us: u64,
 }
 
-fn usage() -> ! {
-    eprintln!("usage: cclab-emu SCENARIO [--set KEY=VALUE]... [--log-packets] [--no-pin] [--two-threads] [--rt PRIO (0: off)] [--spin-us N]");
-    std::process::exit(2);
+/// The default priority, as `--rt` shows it: the engine's own default, 0 when that is off.
+fn default_rt() -> i32 {
+    EmuOptions::default().rt_priority.unwrap_or(0)
 }
 
 /// `--set key=value`: the value is read as TOML when it is one (`3`, `0.01`, `true`), else as a
 /// string (`link.rate=24Mbps`), as `cclab run --set` does.
-fn parse_set(text: &str, table: &mut toml::Table) -> Result<(), String> {
+fn parse_set(text: &str) -> Result<(String, toml::Value), String> {
     let (k, v) = text.split_once('=').ok_or_else(|| format!("--set expects KEY=VALUE, got {text:?}"))?;
     let value = toml::from_str::<toml::Table>(&format!("v = {v}"))
         .ok()
         .and_then(|mut t| t.remove("v"))
         .unwrap_or_else(|| toml::Value::String(v.trim().to_string()));
-    table.insert(k.trim().to_string(), value);
-    Ok(())
+    Ok((k.trim().to_string(), value))
 }
 
-fn parse_args() -> Args {
-    let mut it = std::env::args().skip(1);
-    let mut scenario = None;
-    let mut overrides = toml::Table::new();
-    let mut opts = EmuOptions::default();
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "--set" => {
-                let v = it.next().unwrap_or_else(|| usage());
-                if let Err(e) = parse_set(&v, &mut overrides) {
-                    eprintln!("error: {e}");
-                    std::process::exit(2);
-                }
-            }
-            "--log-packets" => opts.log_packets = true,
-            "--no-pin" => opts.pin_threads = false,
-            "--two-threads" => opts.single_thread = false,
-            "--rt" => {
-                let prio: i32 = it.next().and_then(|v| v.parse().ok()).unwrap_or_else(|| usage());
-                opts.rt_priority = (prio > 0).then_some(prio);
-            }
-            "--spin-us" => {
-                opts.spin_us = it.next().and_then(|v| v.parse().ok()).unwrap_or_else(|| usage());
-            }
-            "-h" | "--help" => usage(),
-            _ if scenario.is_none() && !a.starts_with('-') => scenario = Some(PathBuf::from(a)),
-            _ => usage(),
-        }
+impl Args {
+    /// The scenario overrides and the engine's options the flags ask for.
+    fn into_run(self) -> (PathBuf, toml::Table, EmuOptions) {
+        // Later `--set`s of the same key win, as they did when each was inserted in turn.
+        let overrides: toml::Table = self.set.into_iter().collect();
+        let opts = EmuOptions {
+            log_packets: self.log_packets,
+            base_dir: self.scenario.parent().map(PathBuf::from).unwrap_or_default(),
+            pin_threads: !self.no_pin,
+            spin_us: self.spin_us,
+            rt_priority: (self.rt > 0).then_some(self.rt),
+            single_thread: !self.two_threads,
+        };
+        (self.scenario, overrides, opts)
     }
-    let scenario = scenario.unwrap_or_else(|| usage());
-    opts.base_dir = scenario.parent().map(PathBuf::from).unwrap_or_default();
-    Args { scenario, overrides, opts }
 }
 
 fn print_flow(label: &str, s: &FlowSummary) {
@@ -197,8 +199,10 @@ fn report(out: &EmuOutput, prop_ns: u64) {
 }
 
 fn main() {
-    let args = parse_args();
-    let scenario = match cclab_emu::load_scenario(&args.scenario, &args.overrides) {
+    // clap prints usage errors and exits 2, the status of every bad input here; --help and
+    // --version exit 0.
+    let (path, overrides, opts) = Args::parse().into_run();
+    let scenario = match cclab_emu::load_scenario(&path, &overrides) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("error: {e}");
@@ -213,7 +217,7 @@ fn main() {
             Ok(())
         }
     };
-    match cclab_emu::run(&scenario, &args.opts, &mut progress) {
+    match cclab_emu::run(&scenario, &opts, &mut progress) {
         Ok(out) => report(&out, scenario.link.delay.ns()),
         Err(e @ EmuError::Interrupted(_)) => {
             eprintln!("{e}");
@@ -223,5 +227,76 @@ fn main() {
             eprintln!("error: {e}");
             std::process::exit(2);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    fn parse(args: &[&str]) -> Result<(PathBuf, toml::Table, EmuOptions), clap::Error> {
+        Args::try_parse_from(std::iter::once("cclab-emu").chain(args.iter().copied())).map(Args::into_run)
+    }
+
+    #[test]
+    fn the_command_is_well_formed() {
+        Args::command().debug_assert();
+    }
+
+    #[test]
+    fn defaults_are_the_engines() {
+        let (path, overrides, opts) = parse(&["dir/s.toml"]).unwrap();
+        let d = EmuOptions::default();
+        assert_eq!(path, PathBuf::from("dir/s.toml"));
+        assert!(overrides.is_empty());
+        assert_eq!(opts.base_dir, PathBuf::from("dir"));
+        assert_eq!(
+            (opts.log_packets, opts.pin_threads, opts.spin_us, opts.rt_priority, opts.single_thread),
+            (d.log_packets, d.pin_threads, d.spin_us, d.rt_priority, d.single_thread)
+        );
+    }
+
+    #[test]
+    fn flags_set_their_options() {
+        let (_, overrides, opts) = parse(&[
+            "--set",
+            "duration=3",
+            "--log-packets",
+            "s.toml",
+            "--no-pin",
+            "--two-threads",
+            "--rt",
+            "0",
+            "--spin-us",
+            "7",
+            "--set",
+            "link.rate=24Mbps",
+            "--set",
+            "duration=4",
+        ])
+        .unwrap();
+        assert_eq!(overrides["duration"], toml::Value::Integer(4), "the last --set of a key wins");
+        assert_eq!(overrides["link.rate"], toml::Value::String("24Mbps".into()));
+        assert!(opts.log_packets && !opts.pin_threads && !opts.single_thread);
+        assert_eq!((opts.rt_priority, opts.spin_us), (None, 7));
+        assert_eq!(parse(&["s.toml", "--rt", "-1"]).unwrap().2.rt_priority, None);
+        assert_eq!(parse(&["s.toml", "--rt", "20"]).unwrap().2.rt_priority, Some(20));
+    }
+
+    #[test]
+    fn bad_input_exits_2() {
+        for bad in [
+            &[][..],
+            &["s.toml", "t.toml"],
+            &["s.toml", "--set", "novalue"],
+            &["s.toml", "--rt", "x"],
+            &["s.toml", "--spin-us"],
+            &["s.toml", "--bogus"],
+        ] {
+            let e = parse(bad).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{bad:?}: {e}");
+        }
+        assert_eq!(parse(&["--help"]).unwrap_err().exit_code(), 0);
     }
 }

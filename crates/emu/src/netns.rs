@@ -8,12 +8,13 @@
 //! namespace, are killed with the run: see `process.rs`.) For debugging a live run,
 //! `nsenter --net=/proc/<pid>/fd/<fd>` enters one (`ls -l /proc/<pid>/fd` shows `net:[...]`).
 
-use crate::sys::cvt;
-use std::ffi::CString;
+use crate::sys::os_error;
+use nix::sched::{setns, unshare, CloneFlags};
+use nix::sys::socket::{socket, AddressFamily, SockFlag, SockType};
 use std::fs::File;
 use std::io;
 use std::net::Ipv4Addr;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 
 /// A network namespace, alive as long as this value (or anything inside the namespace) is.
 #[derive(Debug)]
@@ -29,8 +30,8 @@ impl NetNs {
         // descriptor of its namespace; the caller's own namespace never changes.
         let fd = std::thread::scope(|s| {
             s.spawn(|| -> io::Result<OwnedFd> {
-                // SAFETY: unshare takes flags only and affects this thread alone.
-                cvt(unsafe { libc::unshare(libc::CLONE_NEWNET) })?;
+                // Affects this thread alone.
+                unshare(CloneFlags::CLONE_NEWNET)?;
                 Ok(File::open("/proc/thread-self/ns/net")?.into())
             })
             .join()
@@ -42,8 +43,8 @@ impl NetNs {
     /// Moves the calling thread into the namespace. Threads spawned afterwards from this one
     /// start there too.
     pub fn enter(&self) -> io::Result<()> {
-        // SAFETY: a valid namespace descriptor; setns(CLONE_NEWNET) affects this thread only.
-        cvt(unsafe { libc::setns(self.fd.as_raw_fd(), libc::CLONE_NEWNET) }).map(drop)
+        // setns(CLONE_NEWNET) affects this thread only.
+        Ok(setns(&self.fd, CloneFlags::CLONE_NEWNET)?)
     }
 
     /// Runs `f` on a short-lived thread inside the namespace and returns its result.
@@ -75,16 +76,30 @@ pub(crate) fn ifreq(ifname: &str) -> libc::ifreq {
     req
 }
 
+/// `addr` (port 0) as the generic `sockaddr` an `ifreq` holds: the kernel reads it as a
+/// `sockaddr_in`, whose port then address (network order) are the first six data bytes.
 fn sockaddr_v4(addr: Ipv4Addr) -> libc::sockaddr {
-    let sin = libc::sockaddr_in {
-        sin_family: libc::AF_INET as libc::sa_family_t,
-        sin_port: 0,
-        sin_addr: libc::in_addr { s_addr: u32::from(addr).to_be() },
-        sin_zero: [0; 8],
-    };
-    // SAFETY: sockaddr_in and sockaddr have the same size; the kernel reads it as sockaddr_in.
-    unsafe { std::mem::transmute::<libc::sockaddr_in, libc::sockaddr>(sin) }
+    let mut sa_data = [0 as libc::c_char; 14];
+    for (dst, src) in sa_data[2..6].iter_mut().zip(addr.octets()) {
+        *dst = src as libc::c_char;
+    }
+    libc::sockaddr { sa_family: libc::AF_INET as libc::sa_family_t, sa_data }
 }
+
+/// The interface ioctls (linux/sockios.h): each reads (or, for SIOCGIFFLAGS, fills) one
+/// `ifreq`. Old-style request numbers that do not encode their argument, so "bad" ioctls.
+mod ioctls {
+    nix::ioctl_write_ptr_bad!(siocsifaddr, libc::SIOCSIFADDR, libc::ifreq);
+    nix::ioctl_write_ptr_bad!(siocsifnetmask, libc::SIOCSIFNETMASK, libc::ifreq);
+    nix::ioctl_write_ptr_bad!(siocsifdstaddr, libc::SIOCSIFDSTADDR, libc::ifreq);
+    nix::ioctl_write_ptr_bad!(siocsifmtu, libc::SIOCSIFMTU, libc::ifreq);
+    nix::ioctl_write_ptr_bad!(siocsiftxqlen, libc::SIOCSIFTXQLEN, libc::ifreq);
+    nix::ioctl_write_ptr_bad!(siocsifflags, libc::SIOCSIFFLAGS, libc::ifreq);
+    nix::ioctl_readwrite_bad!(siocgifflags, libc::SIOCGIFFLAGS, libc::ifreq);
+}
+
+/// The signature nix gives a "bad" write-pointer ioctl on an `ifreq`.
+type SetIoctl = unsafe fn(libc::c_int, *const libc::ifreq) -> nix::Result<libc::c_int>;
 
 /// Interface configuration by ioctl on a socket of the calling thread's namespace (no `ip`
 /// binary, no netlink parsing).
@@ -94,16 +109,14 @@ pub(crate) struct IfConfig {
 
 impl IfConfig {
     pub fn new() -> io::Result<IfConfig> {
-        // SAFETY: plain socket(2) call; the descriptor is owned immediately.
-        let fd = cvt(unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) })?;
-        Ok(IfConfig { sock: unsafe { OwnedFd::from_raw_fd(fd) } })
+        let sock = socket(AddressFamily::Inet, SockType::Datagram, SockFlag::SOCK_CLOEXEC, None)?;
+        Ok(IfConfig { sock })
     }
 
-    fn ioctl(&self, what: &str, ifname: &str, request: libc::c_ulong, req: &mut libc::ifreq) -> io::Result<()> {
-        // SAFETY: every request used here reads or writes one ifreq.
-        cvt(unsafe { libc::ioctl(self.sock.as_raw_fd(), request as _, req as *mut libc::ifreq) })
-            .map(drop)
-            .map_err(|e| io::Error::new(e.kind(), format!("{what} of {ifname}: {e}")))
+    /// Hands `req` to one of the setting ioctls of [`ioctls`].
+    fn ioctl(&self, what: &str, ifname: &str, set: SetIoctl, req: &libc::ifreq) -> io::Result<()> {
+        // SAFETY: every setting ioctl here reads one ifreq, which `req` is.
+        unsafe { set(self.sock.as_raw_fd(), req) }.map(drop).map_err(os_error(format_args!("{what} of {ifname}")))
     }
 
     /// Point-to-point addressing: `local` on the device, `peer` reachable through it (the
@@ -111,19 +124,19 @@ impl IfConfig {
     pub fn set_p2p(&self, ifname: &str, local: Ipv4Addr, peer: Ipv4Addr) -> io::Result<()> {
         let mut r = ifreq(ifname);
         r.ifr_ifru.ifru_addr = sockaddr_v4(local);
-        self.ioctl("setting the address", ifname, libc::SIOCSIFADDR, &mut r)?;
+        self.ioctl("setting the address", ifname, ioctls::siocsifaddr, &r)?;
         let mut r = ifreq(ifname);
         r.ifr_ifru.ifru_netmask = sockaddr_v4(Ipv4Addr::new(255, 255, 255, 255));
-        self.ioctl("setting the netmask", ifname, libc::SIOCSIFNETMASK, &mut r)?;
+        self.ioctl("setting the netmask", ifname, ioctls::siocsifnetmask, &r)?;
         let mut r = ifreq(ifname);
         r.ifr_ifru.ifru_dstaddr = sockaddr_v4(peer);
-        self.ioctl("setting the peer address", ifname, libc::SIOCSIFDSTADDR, &mut r)
+        self.ioctl("setting the peer address", ifname, ioctls::siocsifdstaddr, &r)
     }
 
     pub fn set_mtu(&self, ifname: &str, mtu: i32) -> io::Result<()> {
         let mut r = ifreq(ifname);
         r.ifr_ifru.ifru_mtu = mtu;
-        self.ioctl("setting the MTU", ifname, libc::SIOCSIFMTU, &mut r)
+        self.ioctl("setting the MTU", ifname, ioctls::siocsifmtu, &r)
     }
 
     /// The device's transmit queue length (packets the kernel holds for us to read).
@@ -131,16 +144,18 @@ impl IfConfig {
         let mut r = ifreq(ifname);
         // ifr_qlen shares its slot with ifr_ifindex in the kernel's union.
         r.ifr_ifru.ifru_ifindex = len;
-        self.ioctl("setting the queue length", ifname, libc::SIOCSIFTXQLEN, &mut r)
+        self.ioctl("setting the queue length", ifname, ioctls::siocsiftxqlen, &r)
     }
 
     pub fn up(&self, ifname: &str) -> io::Result<()> {
         let mut r = ifreq(ifname);
-        self.ioctl("reading the flags", ifname, libc::SIOCGIFFLAGS, &mut r)?;
+        // SAFETY: SIOCGIFFLAGS reads the name and fills the flags of one ifreq, which `r` is.
+        unsafe { ioctls::siocgifflags(self.sock.as_raw_fd(), &mut r) }
+            .map_err(os_error(format_args!("reading the flags of {ifname}")))?;
         // SAFETY: SIOCGIFFLAGS filled the flags member.
         let flags = unsafe { r.ifr_ifru.ifru_flags };
         r.ifr_ifru.ifru_flags = flags | (libc::IFF_UP | libc::IFF_RUNNING) as libc::c_short;
-        self.ioctl("bringing up", ifname, libc::SIOCSIFFLAGS, &mut r)
+        self.ioctl("bringing up", ifname, ioctls::siocsifflags, &r)
     }
 }
 
@@ -182,7 +197,28 @@ pub(crate) fn dev_counters(ifname: &str) -> io::Result<DevCounters> {
     Err(io::Error::new(io::ErrorKind::NotFound, format!("no device {ifname} in this namespace")))
 }
 
-/// A NUL-terminated copy, for system calls taking paths or names.
-pub(crate) fn cstring(s: &str) -> io::Result<CString> {
-    CString::new(s).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, format!("{s:?} contains a NUL byte")))
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The hand-built `sockaddr` is byte for byte the `sockaddr_in` the kernel reads.
+    #[test]
+    fn sockaddr_v4_is_a_sockaddr_in() {
+        let sa = sockaddr_v4(Ipv4Addr::new(10, 64, 0, 2));
+        let sin = libc::sockaddr_in {
+            sin_family: libc::AF_INET as libc::sa_family_t,
+            sin_port: 0,
+            sin_addr: libc::in_addr { s_addr: u32::from(Ipv4Addr::new(10, 64, 0, 2)).to_be() },
+            sin_zero: [0; 8],
+        };
+        assert_eq!(std::mem::size_of_val(&sa), std::mem::size_of_val(&sin));
+        // SAFETY: both are plain data of the same size, read as bytes.
+        let (a, b) = unsafe {
+            (
+                std::slice::from_raw_parts((&sa as *const libc::sockaddr).cast::<u8>(), 16),
+                std::slice::from_raw_parts((&sin as *const libc::sockaddr_in).cast::<u8>(), 16),
+            )
+        };
+        assert_eq!(a, b);
+    }
 }

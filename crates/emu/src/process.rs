@@ -9,8 +9,12 @@
 //! spawned from the run's main thread, which lives until the end.)
 
 use crate::netns::NetNs;
+use nix::sched::{setns, CloneFlags};
+use nix::sys::prctl::set_pdeathsig;
+use nix::sys::signal::Signal;
+use nix::unistd::{getpid, getppid, setpgid, Pid};
 use std::io::{self, Read};
-use std::os::fd::{AsFd, AsRawFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
@@ -49,7 +53,7 @@ impl Program {
     pub fn spawn(label: &str, ns: &NetNs, command: &str, env: &[(&str, String)]) -> io::Result<Program> {
         // Inherited across fork (it only closes on exec), so the child can enter it before exec.
         let ns_fd: RawFd = ns.as_fd().as_raw_fd();
-        let parent = std::process::id() as libc::pid_t;
+        let parent = getpid();
         let mut cmd = Command::new("unshare");
         cmd.args(["--pid", "--fork", "--kill-child", "--", "sh", "-c", command])
             .stdin(Stdio::null())
@@ -58,21 +62,24 @@ impl Program {
         for (k, v) in env {
             cmd.env(k, v);
         }
-        // SAFETY: only async-signal-safe calls (setns, prctl, getppid, setpgid) run between
-        // fork and exec.
+        // SAFETY: only async-signal-safe calls (setns, prctl, getppid, setpgid, _exit) run
+        // between fork and exec; nix's wrappers around them neither allocate nor lock, and an
+        // errno becomes an io::Error without allocating. The descriptor stays open in the
+        // child until exec.
         unsafe {
             cmd.pre_exec(move || {
-                if libc::setns(ns_fd, libc::CLONE_NEWNET) != 0 {
-                    return Err(io::Error::last_os_error());
-                }
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0);
+                setns(BorrowedFd::borrow_raw(ns_fd), CloneFlags::CLONE_NEWNET)?;
+                // Cannot fail: SIGKILL is a valid signal.
+                let _ = set_pdeathsig(Signal::SIGKILL);
                 // The run may have died between fork and prctl; then nobody would kill us.
-                if libc::getppid() != parent {
+                if getppid() != parent {
+                    // Raw libc: nix has no _exit, and std's exit is not safe after fork.
                     libc::_exit(1);
                 }
                 // Own process group: a Ctrl-C in the terminal reaches the run, which stops the
                 // programs itself, rather than every program at once.
-                libc::setpgid(0, 0);
+                // Best effort: a program in the run's group still works.
+                let _ = setpgid(Pid::from_raw(0), Pid::from_raw(0));
                 Ok(())
             });
         }

@@ -1,33 +1,38 @@
-//! Thin, checked wrappers over the system calls the emulator needs (libc only).
+//! Thin, checked wrappers over the system calls the emulator needs, through `nix`; raw `libc`
+//! only where nix has no wrapper (each such place says so).
 
+use nix::errno::Errno;
+use nix::poll::{ppoll, PollFd, PollFlags};
+use nix::sched::{sched_setaffinity, CpuSet};
+use nix::sys::time::TimeSpec;
+use nix::time::{clock_gettime, clock_nanosleep, ClockId, ClockNanosleepFlags};
+use nix::unistd::Pid;
 use std::io;
-use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
+use std::os::fd::AsFd;
+use std::time::Duration;
 
-/// Turns a libc return value into an `io::Result`, reading errno on −1.
-pub fn cvt(ret: libc::c_int) -> io::Result<libc::c_int> {
-    if ret < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(ret)
+/// A failed call's errno as an `io::Error` saying what failed (`"{what}: {error}"`), the error
+/// worded as std words OS errors ("Operation not permitted (os error 1)").
+pub fn os_error(what: impl std::fmt::Display) -> impl FnOnce(Errno) -> io::Error {
+    move |e| {
+        let e = io::Error::from(e);
+        io::Error::new(e.kind(), format!("{what}: {e}"))
     }
 }
 
-/// As [`cvt`] for calls returning a byte count.
-pub fn cvt_size(ret: libc::ssize_t) -> io::Result<usize> {
-    if ret < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(ret as usize)
-    }
+/// A `timespec` of `ns` nanoseconds (relative or, for the monotonic clock, absolute).
+#[inline]
+fn timespec(ns: u64) -> TimeSpec {
+    TimeSpec::from_duration(Duration::from_nanos(ns))
 }
 
 /// CLOCK_MONOTONIC in ns. Every thread of a run reads the same clock, so send and arrival
 /// times taken on different threads need no synchronisation.
+#[inline]
 pub fn mono_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: `ts` is a valid out-pointer; CLOCK_MONOTONIC always exists on Linux.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    // CLOCK_MONOTONIC always exists on Linux and the out-pointer is nix's own: it cannot fail.
+    let ts = clock_gettime(ClockId::CLOCK_MONOTONIC).expect("CLOCK_MONOTONIC is readable");
+    ts.tv_sec() as u64 * 1_000_000_000 + ts.tv_nsec() as u64
 }
 
 /// Run-relative time: ns since the run's origin, as the packet records count it.
@@ -56,30 +61,28 @@ impl Clock {
 /// Asks for 1 ns timer slack on this thread: the default 50 µs would make every timed wake-up
 /// up to 50 µs late, more than a 1500-byte packet's serialisation time at 1 Gbit/s.
 pub fn set_timer_slack_1ns() {
-    // SAFETY: prctl with PR_SET_TIMERSLACK takes an integer argument and touches no memory.
-    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
+    // Only fails for a value the kernel does not take; 1 ns is always valid.
+    let _ = nix::sys::prctl::set_timerslack(1);
 }
 
 /// Pins the calling thread to one CPU; errors are ignored by callers that treat pinning as a
 /// hint (a restricted cpuset must not stop a run).
 pub fn pin_to_cpu(cpu: usize) -> io::Result<()> {
-    // SAFETY: cpu_set_t is plain data; CPU_SET writes within it for cpu < CPU_SETSIZE.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if cpu >= libc::CPU_SETSIZE as usize {
-            return Err(io::Error::from(io::ErrorKind::InvalidInput));
-        }
-        libc::CPU_SET(cpu, &mut set);
-        cvt(libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)).map(drop)
-    }
+    let mut set = CpuSet::new();
+    // EINVAL (InvalidInput) for a CPU number past the set's size.
+    set.set(cpu)?;
+    // Pid 0: the calling thread.
+    Ok(sched_setaffinity(Pid::from_raw(0), &set)?)
 }
 
 /// Gives the calling thread real-time (SCHED_FIFO) priority `prio`, so a woken path thread
 /// preempts ordinary work at once instead of waiting for a time slice to end.
 pub fn set_realtime(prio: i32) -> io::Result<()> {
+    // Raw libc: nix has no sched_setscheduler.
     let param = libc::sched_param { sched_priority: prio };
     // SAFETY: pid 0 is the calling thread; param is a valid sched_param.
-    cvt(unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) }).map(drop)
+    Errno::result(unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) })?;
+    Ok(())
 }
 
 /// Keeps a real-time thread from starving the CPU's ordinary tasks. A SCHED_FIFO thread that
@@ -126,63 +129,47 @@ pub fn cpus_available() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
-pub fn set_nonblocking(fd: BorrowedFd<'_>) -> io::Result<()> {
-    let raw = fd.as_raw_fd();
-    // SAFETY: fcntl on a valid descriptor with integer arguments.
-    unsafe {
-        let flags = cvt(libc::fcntl(raw, libc::F_GETFL))?;
-        cvt(libc::fcntl(raw, libc::F_SETFL, flags | libc::O_NONBLOCK)).map(drop)
-    }
-}
-
 /// Waits until `fd` is readable or `timeout_ns` passes (`None`: no limit). Returns whether the
 /// descriptor is readable. Uses ppoll for its ns-resolution timeout; EINTR counts as a timeout.
-pub fn wait_readable(fd: RawFd, timeout_ns: Option<u64>) -> io::Result<bool> {
-    wait_fd(fd, libc::POLLIN, timeout_ns)
+pub fn wait_readable(fd: impl AsFd, timeout_ns: Option<u64>) -> io::Result<bool> {
+    wait_fd(fd, PollFlags::POLLIN, timeout_ns)
 }
 
 /// As [`wait_readable`] for any poll events (`POLLOUT` for writability); true when one of
 /// `events` (or an error or hang-up, which the next call will report) is pending.
-pub fn wait_fd(fd: RawFd, events: libc::c_short, timeout_ns: Option<u64>) -> io::Result<bool> {
-    let mut pfd = libc::pollfd { fd, events, revents: 0 };
-    let ts = timeout_ns.map(|t| libc::timespec {
-        tv_sec: (t / 1_000_000_000) as libc::time_t,
-        tv_nsec: (t % 1_000_000_000) as libc::c_long,
-    });
-    let tsp = ts.as_ref().map_or(std::ptr::null(), |t| t as *const libc::timespec);
-    // SAFETY: one valid pollfd; tsp is null or points at a live timespec.
-    let n = unsafe { libc::ppoll(&mut pfd, 1, tsp, std::ptr::null()) };
-    if n < 0 {
-        let e = io::Error::last_os_error();
-        return if e.kind() == io::ErrorKind::Interrupted { Ok(false) } else { Err(e) };
+pub fn wait_fd(fd: impl AsFd, events: PollFlags, timeout_ns: Option<u64>) -> io::Result<bool> {
+    let mut pfd = [PollFd::new(fd.as_fd(), events)];
+    match ppoll(&mut pfd, timeout_ns.map(timespec), None) {
+        // The kernel reports only `events`, POLLERR, POLLHUP and POLLNVAL, all known to nix, so
+        // `revents` is always Some here.
+        Ok(n) => {
+            Ok(n > 0
+                && pfd[0].revents().is_some_and(|r| r.intersects(events | PollFlags::POLLERR | PollFlags::POLLHUP)))
+        }
+        Err(Errno::EINTR) => Ok(false),
+        Err(e) => Err(e.into()),
     }
-    Ok(n > 0 && pfd.revents & (events | libc::POLLERR | libc::POLLHUP) != 0)
 }
 
 /// Waits until any of `pfds` (built with `POLLIN`) is readable or `timeout_ns` passes.
+///
+/// Raw libc: the path threads keep their descriptors as a `libc::pollfd` array, which nix's
+/// `ppoll` (taking its own `PollFd`, each borrowing a descriptor) cannot be handed without
+/// rebuilding it on every wait.
+#[inline]
 pub fn wait_any_readable(pfds: &mut [libc::pollfd], timeout_ns: u64) -> io::Result<()> {
-    let ts = libc::timespec {
-        tv_sec: (timeout_ns / 1_000_000_000) as libc::time_t,
-        tv_nsec: (timeout_ns % 1_000_000_000) as libc::c_long,
-    };
+    let ts = timespec(timeout_ns);
     // SAFETY: pfds is a valid array of pfds.len() pollfds; ts is a live timespec.
-    let n = unsafe { libc::ppoll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, &ts, std::ptr::null()) };
-    if n < 0 {
-        let e = io::Error::last_os_error();
-        if e.kind() != io::ErrorKind::Interrupted {
-            return Err(e);
-        }
+    let n = unsafe { libc::ppoll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, ts.as_ref(), std::ptr::null()) };
+    match Errno::result(n) {
+        Ok(_) | Err(Errno::EINTR) => Ok(()),
+        Err(e) => Err(e.into()),
     }
-    Ok(())
 }
 
 /// Sleeps until the monotonic clock reaches `deadline_mono` (ns), absolute so that time spent
 /// being scheduled does not add up.
 pub fn sleep_until_mono(deadline_mono: u64) {
-    let ts = libc::timespec {
-        tv_sec: (deadline_mono / 1_000_000_000) as libc::time_t,
-        tv_nsec: (deadline_mono % 1_000_000_000) as libc::c_long,
-    };
-    // SAFETY: a valid timespec; EINTR just ends the sleep early, which callers tolerate.
-    unsafe { libc::clock_nanosleep(libc::CLOCK_MONOTONIC, libc::TIMER_ABSTIME, &ts, std::ptr::null_mut()) };
+    // EINTR just ends the sleep early, which callers tolerate.
+    let _ = clock_nanosleep(ClockId::CLOCK_MONOTONIC, ClockNanosleepFlags::TIMER_ABSTIME, &timespec(deadline_mono));
 }

@@ -7,10 +7,21 @@
 //! `NEEDS_CSUM`, which the receiving kernel accepts as checksummed (CHECKSUM_PARTIAL).
 
 use crate::netns::ifreq;
-use crate::sys::{cvt, cvt_size, set_nonblocking};
+use crate::sys::os_error;
+use nix::fcntl::OFlag;
 use std::fs::{File, OpenOptions};
-use std::io;
-use std::os::fd::{AsFd, AsRawFd, RawFd};
+use std::io::{self, Read, Write};
+use std::os::fd::{AsRawFd, RawFd};
+use std::os::unix::fs::OpenOptionsExt;
+
+/// The TUN ioctls (linux/if_tun.h). TUNSETIFF is declared as writing an int but reads and
+/// writes a whole `ifreq`, so it is a "bad" ioctl with libc's request number; the other two are
+/// encoded as declared (`_IOW('T', nr, int)`), which a test checks against libc's numbers.
+mod ioctls {
+    nix::ioctl_readwrite_bad!(tunsetiff, libc::TUNSETIFF, libc::ifreq);
+    nix::ioctl_write_ptr!(tunsetvnethdrsz, b'T', 216, libc::c_int);
+    nix::ioctl_write_int!(tunsetoffload, b'T', 208);
+}
 
 /// Size of `struct virtio_net_hdr` (no `num_buffers`): what TUNSETVNETHDRSZ is set to.
 pub const VNET_HDR_LEN: usize = 10;
@@ -66,39 +77,49 @@ impl Tun {
         let file = OpenOptions::new()
             .read(true)
             .write(true)
+            // Non-blocking from the start: the path threads poll, never block, on a read.
+            .custom_flags(OFlag::O_NONBLOCK.bits())
             .open("/dev/net/tun")
             .map_err(|e| io::Error::new(e.kind(), format!("cannot open /dev/net/tun: {e}")))?;
         let mut req = ifreq(name);
         req.ifr_ifru.ifru_flags = (libc::IFF_TUN | libc::IFF_NO_PI | libc::IFF_VNET_HDR) as libc::c_short;
         let fd = file.as_raw_fd();
-        // SAFETY: TUNSETIFF reads and writes one ifreq.
-        cvt(unsafe { libc::ioctl(fd, libc::TUNSETIFF, &mut req as *mut libc::ifreq) })
-            .map_err(|e| io::Error::new(e.kind(), format!("creating TUN device {name}: {e}")))?;
+        // SAFETY: TUNSETIFF reads and writes one ifreq, which `req` is.
+        unsafe { ioctls::tunsetiff(fd, &mut req) }.map_err(os_error(format_args!("creating TUN device {name}")))?;
         let hdr_len: libc::c_int = VNET_HDR_LEN as libc::c_int;
         // SAFETY: TUNSETVNETHDRSZ reads one int through the pointer.
-        cvt(unsafe { libc::ioctl(fd, libc::TUNSETVNETHDRSZ, &hdr_len as *const libc::c_int) })?;
+        unsafe { ioctls::tunsetvnethdrsz(fd, &hdr_len) }?;
         let offload = libc::TUN_F_CSUM | libc::TUN_F_TSO4 | libc::TUN_F_TSO_ECN;
-        // SAFETY: TUNSETOFFLOAD takes the flags by value.
-        cvt(unsafe { libc::ioctl(fd, libc::TUNSETOFFLOAD, offload as libc::c_ulong) })
-            .map_err(|e| io::Error::new(e.kind(), format!("enabling offloads on {name}: {e}")))?;
-        set_nonblocking(file.as_fd())?;
+        // SAFETY: TUNSETOFFLOAD takes the flags by value and touches no memory.
+        unsafe { ioctls::tunsetoffload(fd, offload as libc::c_ulong) }
+            .map_err(os_error(format_args!("enabling offloads on {name}")))?;
         Ok(Tun { file, name: name.to_string() })
     }
 
-    /// One packet (virtio header + IP packet) or `WouldBlock`.
+    /// One packet (virtio header + IP packet) or `WouldBlock`. One read(2), nothing else.
     #[inline]
     pub fn read(&self, buf: &mut [u8]) -> io::Result<usize> {
-        // SAFETY: buf is a valid writable region of buf.len() bytes.
-        cvt_size(unsafe { libc::read(self.file.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) })
+        (&self.file).read(buf)
     }
 
+    /// One packet out: one write(2), nothing else.
     #[inline]
     pub fn write(&self, buf: &[u8]) -> io::Result<usize> {
-        // SAFETY: buf is a valid readable region of buf.len() bytes.
-        cvt_size(unsafe { libc::write(self.file.as_raw_fd(), buf.as_ptr().cast(), buf.len()) })
+        (&self.file).write(buf)
     }
 
     pub fn raw_fd(&self) -> RawFd {
         self.file.as_raw_fd()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The ioctl numbers nix encodes for the TUN requests are the kernel's (as libc has them).
+    #[test]
+    fn tun_ioctl_numbers_are_the_kernels() {
+        let int = std::mem::size_of::<libc::c_int>();
+        assert_eq!(nix::request_code_write!(b'T', 216, int), libc::TUNSETVNETHDRSZ);
+        assert_eq!(nix::request_code_write!(b'T', 208, int), libc::TUNSETOFFLOAD);
     }
 }

@@ -13,13 +13,14 @@
 //! Both ends read the same monotonic clock, so the receiver's one-way-delay echo is exact.
 
 use crate::endpoint::{AppBytes, Stop};
-use crate::sys::{cvt, cvt_size, wait_readable, Clock, RtDuty};
+use crate::sys::{wait_readable, Clock, RtDuty};
 use crate::topology::RECEIVER_IP;
 use cclab_cc::Rng;
 use cclab_core::scenario::{FlowSpec, Pacing, MSS};
 use cclab_transport::{
     AckFrame, DataPacket, FeedbackSlot, Receiver, ReceiverConfig, Sender, SenderConfig, ACK_RANGES, DATA_HEADER,
 };
+use nix::sys::socket::{self, setsockopt, sockopt, MsgFlags};
 use std::io;
 use std::net::{SocketAddrV4, UdpSocket};
 use std::os::fd::AsRawFd;
@@ -35,7 +36,7 @@ const FEEDBACK_LEN: usize = cclab_cc::FEEDBACK_BYTES;
 /// Longest wait, so a stop is noticed promptly.
 const POLL_NS: u64 = 20_000_000;
 /// Socket buffers: a cwnd's worth of packets may leave in one burst.
-const SOCKET_BUFFER: libc::c_int = 8 << 20;
+const SOCKET_BUFFER: usize = 8 << 20;
 
 const _: () = assert!(DATA_HDR == 24, "the data header must fill the transport's 52 header bytes");
 
@@ -126,18 +127,8 @@ pub fn decode_ack(b: &[u8]) -> Option<AckFrame> {
 }
 
 fn big_buffers(sock: &UdpSocket) -> io::Result<()> {
-    for opt in [libc::SO_SNDBUFFORCE, libc::SO_RCVBUFFORCE] {
-        // SAFETY: an int option of the right size.
-        cvt(unsafe {
-            libc::setsockopt(
-                sock.as_raw_fd(),
-                libc::SOL_SOCKET,
-                opt,
-                (&SOCKET_BUFFER as *const libc::c_int).cast(),
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            )
-        })?;
-    }
+    setsockopt(sock, sockopt::SndBufForce, &SOCKET_BUFFER)?;
+    setsockopt(sock, sockopt::RcvBufForce, &SOCKET_BUFFER)?;
     Ok(())
 }
 
@@ -195,7 +186,7 @@ pub fn receive(sock: UdpSocket, spec: &FlowSpec, clock: Clock, rt: Option<i32>, 
             duty.turn(&clock);
         } else {
             let wait = rx.next_timeout().map_or(POLL_NS, |t| t.saturating_sub(clock.now()).min(POLL_NS));
-            wait_readable(sock.as_raw_fd(), Some(wait.max(1)))?;
+            wait_readable(&sock, Some(wait.max(1)))?;
             duty.blocked(&clock);
         }
     }
@@ -278,15 +269,14 @@ pub fn send(spec: &FlowSpec, port: u16, rng: Rng, when: Schedule, stop: &Stop) -
         while let Some(d) = tx.poll_transmit(clock.now()) {
             let len = encode_data(&d, &mut out);
             stats.packets += 1;
-            // SAFETY: out holds len initialised bytes.
-            if cvt_size(unsafe { libc::send(fd, out.as_ptr().cast(), len, 0) }).is_err() {
+            if socket::send(fd, &out[..len], MsgFlags::empty()).is_err() {
                 stats.local_drops += 1;
             }
         }
         let now = clock.now();
         let wait = tx.next_timeout().map_or(POLL_NS, |t| t.saturating_sub(now).min(POLL_NS)).min(stop_at - now);
         if wait > 0 {
-            wait_readable(fd, Some(wait))?;
+            wait_readable(&sock, Some(wait))?;
             duty.blocked(&clock);
         } else {
             duty.turn(&clock);
