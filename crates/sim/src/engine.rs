@@ -18,8 +18,6 @@ use cclab_engine::sinks::Sinks;
 use cclab_engine::stage::{DelayLine, Loss, WirePacket};
 use cclab_engine::{CcTrace, RunOptions, RunOutput};
 use cclab_transport::{AckFrame, DataPacket, Receiver, ReceiverConfig, Sender, SenderConfig};
-use std::cmp::Ordering;
-use std::collections::BinaryHeap;
 
 #[derive(Clone, Copy, Debug)]
 enum Body {
@@ -99,15 +97,63 @@ struct Entry {
     ev: Ev,
 }
 
-impl Ord for Entry {
-    fn cmp(&self, o: &Self) -> Ordering {
-        // BinaryHeap is a max-heap: reverse for earliest-first, then first-scheduled-first.
-        (o.t, o.seq).cmp(&(self.t, self.seq))
+impl Entry {
+    /// Earliest first, then first scheduled first; `seq` is unique, so the order is total and
+    /// any correct priority queue pops the same sequence.
+    #[inline]
+    fn before(&self, o: &Entry) -> bool {
+        (self.t, self.seq) < (o.t, o.seq)
     }
 }
-impl PartialOrd for Entry {
-    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
-        Some(self.cmp(o))
+
+/// A binary min-heap of events. Hand-written rather than `std::collections::BinaryHeap` because
+/// std's push writes the new entry and then reads it back to sift it up, a store-to-load stall
+/// on the simulator's hottest path; here the entry stays in registers until its final slot.
+#[derive(Default)]
+struct EventHeap {
+    v: Vec<Entry>,
+}
+
+impl EventHeap {
+    #[inline]
+    fn push(&mut self, e: Entry) {
+        let mut i = self.v.len();
+        self.v.push(e);
+        while i > 0 {
+            let parent = (i - 1) / 2;
+            if !e.before(&self.v[parent]) {
+                break;
+            }
+            self.v[i] = self.v[parent];
+            i = parent;
+        }
+        self.v[i] = e;
+    }
+
+    #[inline]
+    fn pop(&mut self) -> Option<Entry> {
+        let last = self.v.pop()?;
+        let n = self.v.len();
+        if n == 0 {
+            return Some(last);
+        }
+        let top = self.v[0];
+        // Sift `last` down from the root into the hole the top left.
+        let mut i = 0;
+        loop {
+            let l = 2 * i + 1;
+            if l >= n {
+                break;
+            }
+            let c = if l + 1 < n && self.v[l + 1].before(&self.v[l]) { l + 1 } else { l };
+            if !self.v[c].before(&last) {
+                break;
+            }
+            self.v[i] = self.v[c];
+            i = c;
+        }
+        self.v[i] = last;
+        Some(top)
     }
 }
 
@@ -124,7 +170,7 @@ struct Flow {
 struct Sim {
     now: Time,
     seq: u64,
-    heap: BinaryHeap<Entry>,
+    heap: EventHeap,
     flows: Vec<Flow>,
     pipes: Vec<Pipe>,
     /// The shared propagation line from the bottleneck to the receivers.
@@ -378,7 +424,7 @@ pub fn simulate(
     let mut sim = Sim {
         now: 0,
         seq: 0,
-        heap: BinaryHeap::new(),
+        heap: EventHeap::default(),
         flows,
         pipes,
         prop: 0,
