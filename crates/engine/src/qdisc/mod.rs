@@ -9,6 +9,10 @@
 //!
 //! mahimahi's accounting is kept: the queue limit counts the packet in service too, which is
 //! why [`QueueDiscipline::enqueue`] is told about it ([`InService`]).
+//!
+//! Adding a discipline: a file here implementing [`QueueDiscipline`], a variant of [`Qdisc`]
+//! (and of the `each!` forwarding below), and its name in the scenario's `Aqm`
+//! (`cclab_core::scenario`). Both engines then run it; the delivery process is not touched.
 
 mod drophead;
 mod droptail;
