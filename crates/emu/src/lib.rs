@@ -1,12 +1,20 @@
 //! cclab's real-time engine: the sender and the receiver of every flow live in two Linux
-//! network namespaces joined through TUN devices to a user-space link emulator, which applies
-//! the scenario's bottleneck — the simulator's own link and queue models — in real time and
-//! records every packet it forwards, with exact send and arrival times (it owns both ends, so no
-//! clocks need synchronising).
+//! network namespaces joined through TUN devices to a user-space link emulator, which drives the
+//! scenario's path — `cclab_engine`'s stages, the same objects the simulator drives — in real
+//! time and records every packet it forwards, with exact send and arrival times (it owns both
+//! ends, so no clocks need synchronising).
 //!
 //! Schemes: Linux TCP (`kernel:cubic`, any name the kernel offers), cclab's own controllers
 //! over a UDP transport running the simulator's transport code, and external programs described
 //! by a wrapper file. See `run.rs` for the life of a run and `path.rs` for the packet path.
+//!
+//! Owns: the real-time clock of the path (`path`), the namespaces, TUN devices and endpoints,
+//! and the run's life (`run`). The path's stages, the plan, the record sinks and the result
+//! types belong to `cclab_engine`.
+//!
+//! Must not import: `cclab-sim` (or any other engine); engines share code only through
+//! `cclab-engine`. (The `trace_compare` example, which runs both engines, takes `cclab-sim` as a
+//! dev-dependency.)
 
 pub mod endpoint;
 pub mod kernel_tcp;

@@ -1,10 +1,10 @@
 //! One direction of the emulated path, run in real time by one dedicated thread.
 //!
 //! Data direction: sender's TUN → per-flow access delay (half the flow's extra RTT) → i.i.d.
-//! loss → the bottleneck (the simulator's own `Bottleneck`: queue + constant/Poisson/trace
-//! delivery) → propagation delay → receiver's TUN. ACK direction: receiver's TUN → per-flow
-//! delay (reverse delay + the other half of the extra RTT) → sender's TUN. This is the
-//! simulator's dumbbell (`cclab_sim::engine`), stage for stage.
+//! loss → the bottleneck (queue discipline + constant/Poisson/trace delivery) → propagation
+//! delay → receiver's TUN. ACK direction: receiver's TUN → per-flow delay (reverse delay + the
+//! other half of the extra RTT) → sender's TUN. The stages are `cclab_engine`'s, the same
+//! objects the simulator drives; this file is their real-time clock.
 //!
 //! Time: every stage is computed in model time — a packet leaves a delay line exactly `delay`
 //! after it entered, leaves the bottleneck when the link model says — and the thread only has to
@@ -18,10 +18,9 @@ use crate::packet::{parse_ipv4, segment_count, tcp_segment_range, write_segment,
 use crate::records::{Msg, RecordBatcher};
 use crate::sys::{self, Clock};
 use crate::tun::{Tun, VnetHdr, VNET_HDR_LEN};
-use cclab_cc::Rng;
 use cclab_core::record::{Fate, PacketKind, PacketRecord, NEVER};
-use cclab_sim::link::{Bottleneck, Enqueued, WirePacket};
-use std::collections::VecDeque;
+use cclab_engine::bottleneck::Bottleneck;
+use cclab_engine::stage::{DelayLine, Loss, WirePacket};
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
@@ -140,15 +139,14 @@ pub(crate) struct Pkt {
 }
 
 impl WirePacket for Pkt {
+    #[inline]
     fn wire_size(&self) -> u64 {
         self.wire as u64
     }
-}
-
-/// A constant-delay FIFO: exit times are non-decreasing, so the head is always next.
-struct Line {
-    delay: u64,
-    q: VecDeque<(u64, Pkt)>,
+    #[inline]
+    fn flow(&self) -> u32 {
+        self.flow
+    }
 }
 
 /// A stage of the path with something due.
@@ -177,8 +175,7 @@ pub(crate) struct PathConfig {
     pub access_delay: Vec<u64>,
     /// Delay for packets matching no flow.
     pub unclassified_delay: u64,
-    pub loss: f64,
-    pub loss_rng: Rng,
+    pub loss: Loss,
     pub link: Option<Bottleneck<Pkt>>,
     /// Delay after the bottleneck.
     pub prop_delay: u64,
@@ -243,26 +240,28 @@ pub(crate) struct Path<'a> {
     clock: Clock,
     pool: Pool,
     /// One line per flow plus one for unclassified packets (index `flows.len()`).
-    access: Vec<Option<Line>>,
+    access: Vec<Option<DelayLine<Pkt>>>,
     /// Indices of access lines holding packets (the only ones worth scanning).
     busy_access: Vec<usize>,
-    prop: Line,
+    prop: DelayLine<Pkt>,
     next_uid: u64,
     /// Highest TCP sequence number sent per flow (None before the first segment).
     snd_max: Vec<Option<u32>>,
     /// Reused buffer for packets leaving the bottleneck together.
     departures: Vec<Pkt>,
+    /// Reused buffer for packets the bottleneck drops.
+    dropped: Vec<Pkt>,
     records: RecordBatcher,
     stats: PathStats,
 }
 
 impl<'a> Path<'a> {
     pub fn new(cfg: PathConfig, input: &'a Tun, output: &'a Tun, clock: Clock, tx: mpsc::Sender<Msg>) -> Path<'a> {
-        let mut access: Vec<Option<Line>> =
-            cfg.access_delay.iter().map(|&d| (d > 0).then(|| Line { delay: d, q: VecDeque::new() })).collect();
-        access.push((cfg.unclassified_delay > 0).then(|| Line { delay: cfg.unclassified_delay, q: VecDeque::new() }));
+        let mut access: Vec<Option<DelayLine<Pkt>>> =
+            cfg.access_delay.iter().map(|&d| (d > 0).then(|| DelayLine::new(d))).collect();
+        access.push((cfg.unclassified_delay > 0).then(|| DelayLine::new(cfg.unclassified_delay)));
         let n = cfg.flows.len();
-        let prop = Line { delay: cfg.prop_delay, q: VecDeque::new() };
+        let prop = DelayLine::new(cfg.prop_delay);
         Path {
             cfg,
             input,
@@ -275,6 +274,7 @@ impl<'a> Path<'a> {
             next_uid: 0,
             snd_max: vec![None; n],
             departures: Vec::new(),
+            dropped: Vec::new(),
             records: RecordBatcher::new(tx),
             stats: PathStats { lateness_us: vec![0; LATENESS_BUCKETS], ..Default::default() },
         }
@@ -363,10 +363,10 @@ impl<'a> Path<'a> {
             let line = if flow == UNCLASSIFIED { self.cfg.flows.len() } else { flow as usize };
             match &mut self.access[line] {
                 Some(l) => {
-                    if l.q.is_empty() {
+                    if l.is_empty() {
                         self.busy_access.push(line);
                     }
-                    l.q.push_back((now + l.delay, p));
+                    l.push(now, p);
                 }
                 None => self.after_access(now, p),
             }
@@ -393,7 +393,7 @@ impl<'a> Path<'a> {
     fn next_stage(&self) -> Next {
         if self.cfg.link.is_some() {
             Next::Bottleneck
-        } else if self.prop.delay > 0 {
+        } else if self.prop.delay() > 0 {
             Next::Prop
         } else {
             Next::Out
@@ -404,17 +404,19 @@ impl<'a> Path<'a> {
     fn after_access(&mut self, t: u64, mut p: Pkt) {
         match self.next_stage() {
             Next::Bottleneck => {
-                if self.cfg.loss > 0.0 && self.cfg.loss_rng.bernoulli(self.cfg.loss) {
+                if self.cfg.loss.drops() {
                     self.finish(p, NEVER, Fate::DropLoss);
                     return;
                 }
                 p.enq = t;
                 let link = self.cfg.link.as_mut().expect("next_stage checked");
-                if let Enqueued::Dropped(victim, _) = link.enqueue(t, p) {
-                    self.finish(victim, NEVER, Fate::DropQueue);
-                }
+                let mut dropped = std::mem::take(&mut self.dropped);
+                link.enqueue(t, p, &mut |victim| dropped.push(victim));
+                self.finish_dropped(dropped);
             }
-            Next::Prop => self.prop.q.push_back((t + self.prop.delay, p)),
+            Next::Prop => {
+                self.prop.push(t, p);
+            }
             Next::Out => self.write_out(t, p),
         }
     }
@@ -432,10 +434,10 @@ impl<'a> Path<'a> {
             }
         };
         for &i in &self.busy_access {
-            consider(self.access[i].as_ref().and_then(|l| l.q.front()).map(|x| x.0), Stage::Access(i));
+            consider(self.access[i].as_ref().and_then(|l| l.next_due()), Stage::Access(i));
         }
         consider(self.cfg.link.as_ref().and_then(|l| l.next_event()), Stage::Link);
-        consider(self.prop.q.front().map(|x| x.0), Stage::Prop);
+        consider(self.prop.next_due(), Stage::Prop);
         best
     }
 
@@ -453,8 +455,8 @@ impl<'a> Path<'a> {
             match stage {
                 Stage::Access(i) => {
                     let line = self.access[i].as_mut().expect("busy line");
-                    let (t, p) = line.q.pop_front().expect("head exists");
-                    if line.q.is_empty() {
+                    let (t, p) = line.pop().expect("head exists");
+                    if line.is_empty() {
                         self.busy_access.retain(|&x| x != i);
                     }
                     self.after_access(t, p);
@@ -462,14 +464,20 @@ impl<'a> Path<'a> {
                 Stage::Link => {
                     let link = self.cfg.link.as_mut().expect("link event");
                     let mut departures = std::mem::take(&mut self.departures);
+                    let mut dropped = std::mem::take(&mut self.dropped);
                     // Dequeue exactly at the model time, so each packet's departure is exact.
-                    link.dequeue(t, &mut |mut p: Pkt, _| {
-                        p.deq = t;
-                        departures.push(p);
-                    });
+                    link.dequeue(
+                        t,
+                        &mut |mut p: Pkt| {
+                            p.deq = t;
+                            departures.push(p);
+                        },
+                        &mut |victim| dropped.push(victim),
+                    );
+                    self.finish_dropped(dropped);
                     for p in departures.drain(..) {
-                        if self.prop.delay > 0 {
-                            self.prop.q.push_back((t + self.prop.delay, p));
+                        if self.prop.delay() > 0 {
+                            self.prop.push(t, p);
                         } else {
                             self.write_out(t, p);
                         }
@@ -477,7 +485,7 @@ impl<'a> Path<'a> {
                     self.departures = departures;
                 }
                 Stage::Prop => {
-                    let (t, p) = self.prop.q.pop_front().expect("head exists");
+                    let (t, p) = self.prop.pop().expect("head exists");
                     self.write_out(t, p);
                 }
             }
@@ -526,16 +534,24 @@ impl<'a> Path<'a> {
         });
     }
 
+    /// Records the packets the bottleneck dropped and gives the buffer back for reuse.
+    fn finish_dropped(&mut self, mut dropped: Vec<Pkt>) {
+        for victim in dropped.drain(..) {
+            self.finish(victim, NEVER, Fate::DropQueue);
+        }
+        self.dropped = dropped;
+    }
+
     /// At the end of the run: everything still on the path is in flight.
     fn flush_in_flight(&mut self) {
         let mut left: Vec<Pkt> = Vec::new();
         for l in self.access.iter_mut().flatten() {
-            left.extend(l.q.drain(..).map(|x| x.1));
+            left.extend(l.drain());
         }
         if let Some(link) = &mut self.cfg.link {
-            left.extend(link.drain().map(|x| x.0));
+            link.drain(&mut |p| left.push(p));
         }
-        left.extend(self.prop.q.drain(..).map(|x| x.1));
+        left.extend(self.prop.drain());
         for p in left {
             self.finish(p, NEVER, Fate::InFlight);
         }

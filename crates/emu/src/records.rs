@@ -1,7 +1,11 @@
 //! Packet records leave the forwarding threads in batches over a channel, so a forwarding
-//! thread never waits for the metrics: one channel send per few thousand packets.
+//! thread never waits for the metrics: one channel send per few thousand packets. The run's
+//! main thread feeds them to the engine's shared sinks.
 
-use cclab_core::record::PacketRecord;
+use cclab_core::record::{PacketKind, PacketRecord};
+use cclab_engine::plan::PathPlan;
+use cclab_engine::sinks::Sinks;
+use cclab_engine::RunOutput;
 use std::sync::mpsc;
 
 /// Records per batch: large enough that channel traffic is negligible, small enough that the
@@ -46,5 +50,34 @@ impl RecordBatcher {
 impl Drop for RecordBatcher {
     fn drop(&mut self) {
         self.flush();
+    }
+}
+
+/// Records in, metrics out, on the run's main thread.
+pub(crate) struct Collector {
+    sinks: Sinks,
+    records: u64,
+}
+
+impl Collector {
+    pub fn new(sinks: Sinks) -> Collector {
+        Collector { sinks, records: 0 }
+    }
+
+    pub fn take(&mut self, batch: Vec<PacketRecord>) {
+        for r in &batch {
+            self.records += 1;
+            // The emulator learns of a data packet only when it reads it from the sender's
+            // TUN, and every packet read ends in exactly one record: the record is the send.
+            if r.kind == PacketKind::Data {
+                self.sinks.count_sent();
+            }
+            self.sinks.emit(r);
+        }
+    }
+
+    /// The run's results; the emulator's "events" are the records it collected.
+    pub fn finish(self, plan: &PathPlan, wall_secs: f64) -> RunOutput {
+        self.sinks.finish(plan, self.records, wall_secs)
     }
 }

@@ -11,27 +11,22 @@ use crate::endpoint::{AppBytes, Stop};
 use crate::netns::DevCounters;
 use crate::path::{run_paths, FlowTable, Path, PathConfig, PathStats, ThreadConfig, Transport};
 use crate::process::Program;
-use crate::records::Msg;
+use crate::records::{Collector, Msg};
 use crate::scheme::{self, EmuScheme};
 use crate::sys::Clock;
 use crate::topology::{Topology, RECEIVER_IP, SENDER_IP};
 use crate::wrapper::Side;
 use crate::{kernel_tcp, udp};
-use cclab_cc::Rng;
-use cclab_core::metrics::{MetricsAccumulator, MetricsConfig};
-use cclab_core::record::{Fate, PacketKind, PacketLog, RecordSink};
+use cclab_core::record::PacketKind;
 use cclab_core::scenario::{Scenario, ScenarioErrors, Source};
-use cclab_sim::link::{Bottleneck, Limit, Service, Trace};
-use cclab_sim::{EngineStats, FlowInfo, RunOutput};
+use cclab_engine::plan::PathPlan;
+use cclab_engine::sinks::Sinks;
+use cclab_engine::stage::Loss;
+use cclab_engine::RunOutput;
 use std::path::PathBuf;
-use std::sync::{mpsc, Arc};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-/// RNG streams, the simulator's numbering (`cclab_sim::engine`), so both engines draw the same
-/// loss and delivery sequences for a seed.
-const STREAM_LOSS: u64 = 1;
-const STREAM_LINK: u64 = 2;
-const STREAM_FLOW: u64 = 1000;
 /// Flow i's server port is `BASE_PORT + i`: below Linux's ephemeral range (32768–60999), so a
 /// client's own port can never be mistaken for another flow's.
 pub const BASE_PORT: u16 = 5000;
@@ -192,33 +187,6 @@ impl Drop for StopOnDrop<'_> {
     }
 }
 
-/// Records in, metrics out.
-struct Collector {
-    metrics: MetricsAccumulator,
-    log: Option<PacketLog>,
-    stats: EngineStats,
-}
-
-impl Collector {
-    fn take(&mut self, batch: Vec<cclab_core::PacketRecord>) {
-        for r in &batch {
-            self.stats.events += 1;
-            if r.kind == PacketKind::Data {
-                self.stats.data_sent += 1;
-                match r.fate {
-                    Fate::Delivered => self.stats.data_delivered += 1,
-                    Fate::InFlight => self.stats.data_in_flight_end += 1,
-                    _ => self.stats.data_dropped += 1,
-                }
-            }
-            self.metrics.record(r);
-            if let Some(log) = &mut self.log {
-                log.record(r);
-            }
-        }
-    }
-}
-
 /// The external programs of the run, with when to start and stop each.
 struct Programs {
     running: Vec<(u32, Side, u64, Program)>,
@@ -298,61 +266,32 @@ pub fn run(
     preflight().map_err(EmuError::Environment)?;
     let src = Source { file: "<scenario>", text: "" };
     let schemes = scheme::resolve(scenario, &src, &opts.base_dir).map_err(EmuError::Scenario)?;
-    let link = &scenario.link;
-    let trace = match &link.trace {
-        Some(p) => Some(Arc::new(Trace::load(p).map_err(EmuError::Failed)?)),
-        None => None,
-    };
-    let service = Service::from_link(link, trace);
-    let rev_delay = scenario.reverse_delay().ns();
-    let base_rtt = link.delay.ns() + rev_delay;
-    let limit = Limit::resolve(link.queue, service.mean_rate(), base_rtt);
-    let seed = scenario.seed;
+    let path = PathPlan::resolve(scenario).map_err(EmuError::Failed)?;
     let duration = scenario.duration.ns();
 
-    let instances = scenario.flow_instances();
-    if instances.len() > MAX_FLOWS {
-        return Err(EmuError::Failed(format!("{} flows; the emulator runs at most {MAX_FLOWS}", instances.len())));
+    if path.flows.len() > MAX_FLOWS {
+        return Err(EmuError::Failed(format!("{} flows; the emulator runs at most {MAX_FLOWS}", path.flows.len())));
     }
-    let plans: Vec<FlowPlan> = instances
+    let plans: Vec<FlowPlan> = path
+        .flows
         .iter()
-        .map(|inst| FlowPlan {
-            id: inst.id,
-            spec: inst.spec,
-            scheme: schemes[inst.spec].clone(),
-            start: inst.start.ns(),
-            stop: inst.stop.ns(),
-            port: BASE_PORT + inst.id as u16,
-        })
-        .collect();
-    let infos: Vec<FlowInfo> = plans
-        .iter()
-        .map(|p| FlowInfo {
-            id: p.id,
-            scheme: scenario.flows[p.spec].scheme.clone(),
-            start: p.start,
-            stop: p.stop,
-            base_rtt: base_rtt + scenario.flows[p.spec].extra_rtt.ns(),
+        .map(|f| FlowPlan {
+            id: f.info.id,
+            spec: f.spec,
+            scheme: schemes[f.spec].clone(),
+            start: f.info.start,
+            stop: f.info.stop,
+            port: BASE_PORT + f.info.id as u16,
         })
         .collect();
     let table = FlowTable::new(&plans.iter().map(|p| (p.port, p.transport())).collect::<Vec<_>>());
-    let extra = |p: &FlowPlan| scenario.flows[p.spec].extra_rtt.ns();
 
     let topo =
         Topology::build().map_err(|e| EmuError::Failed(format!("setting up namespaces and TUN devices: {e}")))?;
     let (tx, rx) = mpsc::channel::<Msg>();
     let stop_paths = Stop::default();
     let stop_flows = Stop::default();
-    let mut collector = Collector {
-        metrics: MetricsAccumulator::new(MetricsConfig {
-            n_flows: plans.len(),
-            bin: scenario.output.bin.ns(),
-            jain_bucket: scenario.output.jain_bucket.ns(),
-            origin: 0,
-        }),
-        log: opts.log_packets.then(PacketLog::default),
-        stats: EngineStats::default(),
-    };
+    let mut collector = Collector::new(Sinks::new(&path, opts.log_packets));
 
     // Listening sides first, before the clock starts.
     let failed = |what: &str, e: std::io::Error| EmuError::Failed(format!("{what}: {e}"));
@@ -396,12 +335,11 @@ pub fn run(
                 kind: PacketKind::Data,
                 uid_parity: 0,
                 flows: table.clone(),
-                access_delay: plans.iter().map(|p| extra(p) / 2).collect(),
+                access_delay: path.flows.iter().map(|f| f.access_delay.unwrap_or(0)).collect(),
                 unclassified_delay: 0,
-                loss: link.loss,
-                loss_rng: Rng::derive(seed, STREAM_LOSS),
-                link: Some(Bottleneck::new(service.clone(), limit, link.aqm, Rng::derive(seed, STREAM_LINK))),
-                prop_delay: link.delay.ns(),
+                loss: path.loss_stage(),
+                link: Some(path.bottleneck()),
+                prop_delay: path.prop_delay,
             },
             &topo.sender_tun,
             &topo.receiver_tun,
@@ -414,10 +352,10 @@ pub fn run(
                 kind: PacketKind::Ack,
                 uid_parity: 1,
                 flows: table.clone(),
-                access_delay: plans.iter().map(|p| rev_delay + (extra(p) - extra(p) / 2)).collect(),
-                unclassified_delay: rev_delay,
-                loss: 0.0,
-                loss_rng: Rng::derive(seed, STREAM_LOSS),
+                access_delay: path.flows.iter().map(|f| f.reverse_delay).collect(),
+                unclassified_delay: path.reverse_delay,
+                // The ACK path is lossless (and a lossless stage never draws).
+                loss: Loss::new(0.0, path.loss_rng()),
                 link: None,
                 prop_delay: 0,
             },
@@ -482,18 +420,20 @@ pub fn run(
                         }
                     }
                 }),
-                EmuScheme::Cclab => s.spawn(move || {
-                    let rng = Rng::derive(seed, STREAM_FLOW + p.id as u64);
-                    let when = udp::Schedule { clock, start: p.start, stop_at: p.stop, rt: endpoint_rt };
-                    let r = ns.enter().and_then(|_| udp::send(spec, p.port, rng, when, &stop));
-                    match r {
-                        Ok(st) => FlowEnd { local_drops: st.local_drops, ..Default::default() },
-                        Err(e) => {
-                            report(&tx, format!("flow {i} sender"), e);
-                            FlowEnd::default()
+                EmuScheme::Cclab => {
+                    let rng = path.flow_rng(p.id);
+                    s.spawn(move || {
+                        let when = udp::Schedule { clock, start: p.start, stop_at: p.stop, rt: endpoint_rt };
+                        let r = ns.enter().and_then(|_| udp::send(spec, p.port, rng, when, &stop));
+                        match r {
+                            Ok(st) => FlowEnd { local_drops: st.local_drops, ..Default::default() },
+                            Err(e) => {
+                                report(&tx, format!("flow {i} sender"), e);
+                                FlowEnd::default()
+                            }
                         }
-                    }
-                }),
+                    })
+                }
                 EmuScheme::Wrapper(_) => continue,
             };
             senders.push((i, handle));
@@ -563,11 +503,8 @@ pub fn run(
     let (sender_tun, receiver_tun) = topo.counters().unwrap_or_default();
     drop(topo);
 
-    let Collector { metrics, log, mut stats } = collector;
-    let metrics = metrics.finish(&|t0, t1| service.capacity_bits(t0, t1));
-    stats.wall_secs = wall.elapsed().as_secs_f64();
     Ok(EmuOutput {
-        run: RunOutput { metrics, packets: log, flows: infos, stats },
+        run: collector.finish(&path, wall.elapsed().as_secs_f64()),
         emu: EmuStats { forward, reverse, sender_tun, receiver_tun, flows: flow_ends, setup_secs },
     })
 }

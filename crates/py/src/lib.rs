@@ -11,7 +11,8 @@ mod progress;
 mod schemes;
 
 use cclab_core::scenario::{merge_overrides, Scenario, ScenarioErrors};
-use cclab_sim::{RunOptions, SimError};
+use cclab_engine::RunOptions;
+use cclab_sim::SimError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use std::path::Path;

@@ -4,7 +4,7 @@
 use cclab_core::metrics::FlowSummary;
 use cclab_core::record::{Fate, PacketLog};
 use cclab_core::scenario::Scenario;
-use cclab_sim::{EngineStats, RunOutput};
+use cclab_engine::{EngineStats, RunOutput};
 use numpy::{Element, PyArray1};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};

@@ -1,28 +1,23 @@
 //! The discrete-event loop: a dumbbell of flows through one bottleneck.
 //!
-//! Data: sender → access delay (half the flow's extra RTT) → random loss → bottleneck queue and
-//! delivery process → propagation delay → receiver. ACKs: receiver → reverse delay (plus the
-//! other half of the extra RTT) → sender; the reverse path is uncongested.
+//! The path is `cclab_engine`'s (its stages, resolved once by `PathPlan`): data go sender →
+//! access delay → random loss → bottleneck → propagation delay → receiver, ACKs go receiver →
+//! reverse delay → sender. This file is the clock: an event heap in virtual time.
 //!
 //! Delay lines are FIFO queues with one pending event for their head, so the event heap holds
 //! O(flows) entries rather than O(packets in flight). Ties at equal times run in the order they
 //! were scheduled (a sequence number breaks them), which makes runs deterministic.
 
-use crate::link::{Bottleneck, Enqueued, Limit, Service, Trace, WirePacket};
-use crate::{CcTrace, EngineStats, FlowInfo, RunOptions, RunOutput, SimError};
-use cclab_cc::{Rng, Time};
-use cclab_core::metrics::{MetricsAccumulator, MetricsConfig};
-use cclab_core::record::{Fate, PacketKind, PacketLog, PacketRecord, RecordSink, NEVER};
+use crate::SimError;
+use cclab_core::record::{Fate, PacketKind, PacketRecord, NEVER};
 use cclab_core::scenario::{Pacing, Scenario, ACK_BYTES, MSS};
+use cclab_core::time::Time;
+use cclab_engine::bottleneck::Bottleneck;
+use cclab_engine::plan::PathPlan;
+use cclab_engine::sinks::Sinks;
+use cclab_engine::stage::{DelayLine, Loss, WirePacket};
+use cclab_engine::{CcTrace, RunOptions, RunOutput};
 use cclab_transport::{AckFrame, DataPacket, Receiver, ReceiverConfig, Sender, SenderConfig};
-use std::cmp::Ordering;
-use std::collections::{BinaryHeap, VecDeque};
-use std::sync::Arc;
-
-/// RNG stream labels: one independent stream per random process.
-const STREAM_LOSS: u64 = 1;
-const STREAM_LINK: u64 = 2;
-const STREAM_FLOW: u64 = 1000;
 
 #[derive(Clone, Copy, Debug)]
 enum Body {
@@ -42,8 +37,13 @@ struct Packet {
 }
 
 impl WirePacket for Packet {
+    #[inline]
     fn wire_size(&self) -> u64 {
         self.size as u64
+    }
+    #[inline]
+    fn flow(&self) -> u32 {
+        self.flow
     }
 }
 
@@ -75,11 +75,10 @@ enum Dest {
     Sender,
 }
 
-/// A constant-delay FIFO line.
+/// A delay line and where its packets go next.
 struct Pipe {
-    delay: Time,
+    line: DelayLine<Packet>,
     dest: Dest,
-    q: VecDeque<(Time, Packet)>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -98,15 +97,63 @@ struct Entry {
     ev: Ev,
 }
 
-impl Ord for Entry {
-    fn cmp(&self, o: &Self) -> Ordering {
-        // BinaryHeap is a max-heap: reverse for earliest-first, then first-scheduled-first.
-        (o.t, o.seq).cmp(&(self.t, self.seq))
+impl Entry {
+    /// Earliest first, then first scheduled first; `seq` is unique, so the order is total and
+    /// any correct priority queue pops the same sequence.
+    #[inline]
+    fn before(&self, o: &Entry) -> bool {
+        (self.t, self.seq) < (o.t, o.seq)
     }
 }
-impl PartialOrd for Entry {
-    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
-        Some(self.cmp(o))
+
+/// A binary min-heap of events. Hand-written rather than `std::collections::BinaryHeap` because
+/// std's push writes the new entry and then reads it back to sift it up, a store-to-load stall
+/// on the simulator's hottest path; here the entry stays in registers until its final slot.
+#[derive(Default)]
+struct EventHeap {
+    v: Vec<Entry>,
+}
+
+impl EventHeap {
+    #[inline]
+    fn push(&mut self, e: Entry) {
+        let mut i = self.v.len();
+        self.v.push(e);
+        while i > 0 {
+            let parent = (i - 1) / 2;
+            if !e.before(&self.v[parent]) {
+                break;
+            }
+            self.v[i] = self.v[parent];
+            i = parent;
+        }
+        self.v[i] = e;
+    }
+
+    #[inline]
+    fn pop(&mut self) -> Option<Entry> {
+        let last = self.v.pop()?;
+        let n = self.v.len();
+        if n == 0 {
+            return Some(last);
+        }
+        let top = self.v[0];
+        // Sift `last` down from the root into the hole the top left.
+        let mut i = 0;
+        loop {
+            let l = 2 * i + 1;
+            if l >= n {
+                break;
+            }
+            let c = if l + 1 < n && self.v[l + 1].before(&self.v[l]) { l + 1 } else { l };
+            if !self.v[c].before(&last) {
+                break;
+            }
+            self.v[i] = self.v[c];
+            i = c;
+        }
+        self.v[i] = last;
+        Some(top)
     }
 }
 
@@ -120,32 +167,10 @@ struct Flow {
     timer_at: Option<Time>,
 }
 
-struct Sinks {
-    metrics: MetricsAccumulator,
-    log: Option<PacketLog>,
-    stats: EngineStats,
-}
-
-impl Sinks {
-    fn emit(&mut self, r: PacketRecord) {
-        if r.kind == PacketKind::Data {
-            match r.fate {
-                Fate::Delivered => self.stats.data_delivered += 1,
-                Fate::InFlight => self.stats.data_in_flight_end += 1,
-                _ => self.stats.data_dropped += 1,
-            }
-        }
-        self.metrics.record(&r);
-        if let Some(log) = &mut self.log {
-            log.record(&r);
-        }
-    }
-}
-
 struct Sim {
     now: Time,
     seq: u64,
-    heap: BinaryHeap<Entry>,
+    heap: EventHeap,
     flows: Vec<Flow>,
     pipes: Vec<Pipe>,
     /// The shared propagation line from the bottleneck to the receivers.
@@ -154,8 +179,7 @@ struct Sim {
     link_at: Option<Time>,
     /// Reused buffer for packets leaving the bottleneck.
     departures: Vec<Packet>,
-    loss: f64,
-    loss_rng: Rng,
+    loss: Loss,
     next_uid: u64,
     sinks: Sinks,
     /// Controller samples, when the run asked for them.
@@ -170,10 +194,9 @@ impl Sim {
 
     fn push_pipe(&mut self, pipe: u32, p: Packet) {
         let now = self.now;
-        let line = &mut self.pipes[pipe as usize];
-        let exit = now + line.delay;
-        let was_empty = line.q.is_empty();
-        line.q.push_back((exit, p));
+        let line = &mut self.pipes[pipe as usize].line;
+        let was_empty = line.is_empty();
+        let exit = line.push(now, p);
         if was_empty {
             self.schedule(exit, Ev::Pipe(pipe));
         }
@@ -183,17 +206,17 @@ impl Sim {
         let now = self.now;
         let mut n = 0;
         loop {
-            let line = &mut self.pipes[pipe as usize];
-            match line.q.front() {
-                Some(&(t, _)) if t <= now => {}
-                Some(&(t, _)) => {
+            let Pipe { line, dest } = &mut self.pipes[pipe as usize];
+            match line.next_due() {
+                Some(t) if t <= now => {}
+                Some(t) => {
                     self.schedule(t, Ev::Pipe(pipe));
                     break;
                 }
                 None => break,
             }
-            let dest = line.dest;
-            let (_, p) = line.q.pop_front().expect("checked");
+            let dest = *dest;
+            let (_, p) = line.pop().expect("checked");
             n += 1;
             match dest {
                 Dest::Bottleneck => self.arrive_bottleneck(p),
@@ -205,14 +228,13 @@ impl Sim {
     }
 
     fn arrive_bottleneck(&mut self, mut p: Packet) {
-        if self.loss > 0.0 && self.loss_rng.bernoulli(self.loss) {
-            self.sinks.emit(p.record(NEVER, Fate::DropLoss));
+        if self.loss.drops() {
+            self.sinks.emit(&p.record(NEVER, Fate::DropLoss));
             return;
         }
         p.enqueued = self.now;
-        if let Enqueued::Dropped(victim, _) = self.link.enqueue(self.now, p) {
-            self.sinks.emit(victim.record(NEVER, Fate::DropQueue));
-        }
+        let sinks = &mut self.sinks;
+        self.link.enqueue(self.now, p, &mut |victim: Packet| sinks.emit(&victim.record(NEVER, Fate::DropQueue)));
         self.schedule_link();
     }
 
@@ -228,10 +250,15 @@ impl Sim {
     fn on_link(&mut self) -> u64 {
         let now = self.now;
         let mut out = std::mem::take(&mut self.departures);
-        self.link.dequeue(now, &mut |mut p: Packet, _enq| {
-            p.dequeued = now;
-            out.push(p);
-        });
+        let sinks = &mut self.sinks;
+        self.link.dequeue(
+            now,
+            &mut |mut p: Packet| {
+                p.dequeued = now;
+                out.push(p);
+            },
+            &mut |victim: Packet| sinks.emit(&victim.record(NEVER, Fate::DropQueue)),
+        );
         let n = out.len() as u64;
         for p in out.drain(..) {
             self.push_pipe(self.prop, p);
@@ -245,7 +272,7 @@ impl Sim {
     fn arrive_receiver(&mut self, p: Packet) {
         let Body::Data(d) = p.body else { unreachable!("only data crosses the bottleneck") };
         let now = self.now;
-        self.sinks.emit(p.record(now, Fate::Delivered));
+        self.sinks.emit(&p.record(now, Fate::Delivered));
         let f = p.flow;
         if let Some(ack) = self.flows[f as usize].receiver.on_data(now, &d) {
             self.send_ack(f, ack);
@@ -271,7 +298,7 @@ impl Sim {
 
     fn arrive_sender(&mut self, p: Packet) {
         let Body::Ack(ack) = p.body else { unreachable!("only ACKs travel back") };
-        self.sinks.emit(p.record(self.now, Fate::Delivered));
+        self.sinks.emit(&p.record(self.now, Fate::Delivered));
         let f = p.flow;
         self.flows[f as usize].sender.on_ack(self.now, &ack);
         self.transmit(f);
@@ -287,7 +314,7 @@ impl Sim {
         while let Some(d) = self.flows[f as usize].sender.poll_transmit(now) {
             let uid = self.next_uid;
             self.next_uid += 1;
-            self.sinks.stats.data_sent += 1;
+            self.sinks.count_sent();
             let p = Packet {
                 uid,
                 flow: f,
@@ -338,13 +365,14 @@ impl Sim {
 
     /// Records every packet still in the network as in flight.
     fn flush(&mut self) {
-        let mut left: Vec<Packet> = self.link.drain().map(|(p, _)| p).collect();
-        for line in &mut self.pipes {
-            left.extend(line.q.drain(..).map(|(_, p)| p));
+        let mut left: Vec<Packet> = Vec::new();
+        self.link.drain(&mut |p| left.push(p));
+        for pipe in &mut self.pipes {
+            left.extend(pipe.line.drain());
         }
         left.sort_by_key(|p| p.uid);
         for p in left {
-            self.sinks.emit(p.record(NEVER, Fate::InFlight));
+            self.sinks.emit(&p.record(NEVER, Fate::InFlight));
         }
     }
 }
@@ -358,35 +386,23 @@ pub fn simulate(
     progress: &mut dyn FnMut(u64) -> Result<(), String>,
 ) -> Result<(RunOutput, Option<CcTrace>), SimError> {
     let wall = std::time::Instant::now();
-    let seed = scenario.seed;
-    let link = &scenario.link;
-    let trace = match &link.trace {
-        Some(path) => Some(Arc::new(Trace::load(path).map_err(SimError::Input)?)),
-        None => None,
-    };
-    let service = Service::from_link(link, trace);
-    let rev_delay = scenario.reverse_delay().ns();
-    let base_rtt = link.delay.ns() + rev_delay;
-    let limit = Limit::resolve(link.queue, service.mean_rate(), base_rtt);
-    let instances = scenario.flow_instances();
+    let plan = PathPlan::resolve(scenario).map_err(SimError::Input)?;
 
-    let mut pipes = vec![Pipe { delay: link.delay.ns(), dest: Dest::Receiver, q: VecDeque::new() }];
-    let mut flows = Vec::with_capacity(instances.len());
-    let mut infos = Vec::with_capacity(instances.len());
-    for inst in &instances {
-        let spec = &scenario.flows[inst.spec];
+    let mut pipes = vec![Pipe { line: DelayLine::new(plan.prop_delay), dest: Dest::Receiver }];
+    let mut flows = Vec::with_capacity(plan.flows.len());
+    for fp in &plan.flows {
+        let spec = &scenario.flows[fp.spec];
         let cc =
-            cclab_cc::registry::build(spec, MSS).map_err(|e| SimError::Input(format!("flows[{}]: {e}", inst.spec)))?;
+            cclab_cc::registry::build(spec, MSS).map_err(|e| SimError::Input(format!("flows[{}]: {e}", fp.spec)))?;
         // Two-sided schemes (Sprout) also get a receiver agent; the receiver's timer, which the
         // loop below already runs for delayed ACKs, runs the agent's too.
         let agent =
-            cclab_cc::agent::build(spec, MSS).map_err(|e| SimError::Input(format!("flows[{}]: {e}", inst.spec)))?;
-        let extra = spec.extra_rtt.ns();
-        let access = (extra > 0).then(|| {
-            pipes.push(Pipe { delay: extra / 2, dest: Dest::Bottleneck, q: VecDeque::new() });
+            cclab_cc::agent::build(spec, MSS).map_err(|e| SimError::Input(format!("flows[{}]: {e}", fp.spec)))?;
+        let access = fp.access_delay.map(|d| {
+            pipes.push(Pipe { line: DelayLine::new(d), dest: Dest::Bottleneck });
             pipes.len() as u32 - 1
         });
-        pipes.push(Pipe { delay: rev_delay + (extra - extra / 2), dest: Dest::Sender, q: VecDeque::new() });
+        pipes.push(Pipe { line: DelayLine::new(fp.reverse_delay), dest: Dest::Sender });
         let reverse = pipes.len() as u32 - 1;
         let cfg = SenderConfig {
             mss: MSS,
@@ -395,16 +411,8 @@ pub fn simulate(
             never_pace: spec.pacing == Pacing::Off,
             rwnd: spec.rwnd.map_or(u64::MAX, |b| b.0),
         };
-        let rng = Rng::derive(seed, STREAM_FLOW + inst.id as u64);
-        infos.push(FlowInfo {
-            id: inst.id,
-            scheme: spec.scheme.clone(),
-            start: inst.start.ns(),
-            stop: inst.stop.ns(),
-            base_rtt: base_rtt + extra,
-        });
         flows.push(Flow {
-            sender: Sender::new(cfg, cc, rng),
+            sender: Sender::new(cfg, cc, plan.flow_rng(fp.info.id)),
             receiver: Receiver::new(ReceiverConfig { delayed_ack: spec.delayed_ack, ..Default::default() })
                 .with_agent(agent),
             access,
@@ -413,31 +421,24 @@ pub fn simulate(
         });
     }
 
-    let metrics = MetricsAccumulator::new(MetricsConfig {
-        n_flows: flows.len(),
-        bin: scenario.output.bin.ns(),
-        jain_bucket: scenario.output.jain_bucket.ns(),
-        origin: 0,
-    });
     let mut sim = Sim {
         now: 0,
         seq: 0,
-        heap: BinaryHeap::new(),
+        heap: EventHeap::default(),
         flows,
         pipes,
         prop: 0,
-        link: Bottleneck::new(service.clone(), limit, link.aqm, Rng::derive(seed, STREAM_LINK)),
+        link: plan.bottleneck(),
         link_at: None,
         departures: Vec::new(),
-        loss: link.loss,
-        loss_rng: Rng::derive(seed, STREAM_LOSS),
+        loss: plan.loss_stage(),
         next_uid: 0,
-        sinks: Sinks { metrics, log: opts.log_packets.then(PacketLog::default), stats: EngineStats::default() },
+        sinks: Sinks::new(&plan, opts.log_packets),
         cc_trace: trace_cc.then(CcTrace::default),
     };
-    for inst in &instances {
-        sim.schedule(inst.start.ns(), Ev::Start(inst.id));
-        sim.schedule(inst.stop.ns(), Ev::Stop(inst.id));
+    for f in &plan.flows {
+        sim.schedule(f.info.start, Ev::Start(f.info.id));
+        sim.schedule(f.info.stop, Ev::Stop(f.info.id));
     }
 
     let end = scenario.duration.ns();
@@ -471,9 +472,6 @@ pub fn simulate(
     sim.now = end;
     sim.flush();
 
-    let Sinks { metrics, log, mut stats } = sim.sinks;
-    let metrics = metrics.finish(&|t0, t1| service.capacity_bits(t0, t1));
-    stats.events = events;
-    stats.wall_secs = wall.elapsed().as_secs_f64();
-    Ok((RunOutput { metrics, packets: log, flows: infos, stats }, sim.cc_trace))
+    let out = sim.sinks.finish(&plan, events, wall.elapsed().as_secs_f64());
+    Ok((out, sim.cc_trace))
 }

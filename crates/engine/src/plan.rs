@@ -1,0 +1,127 @@
+//! The path of a scenario, resolved once: every delay, the loss, the queue and the delivery
+//! process, each flow's delays and base RTT, and the random streams, so that every engine builds
+//! the same dumbbell from the same numbers.
+//!
+//! Data: sender → access delay (half the flow's extra RTT) → i.i.d. loss → bottleneck (queue
+//! discipline + delivery process) → propagation delay → receiver. ACKs: receiver → reverse delay
+//! (plus the other half of the extra RTT) → sender; the reverse path is uncongested.
+
+use crate::bottleneck::Bottleneck;
+use crate::delivery::{Service, Trace};
+use crate::qdisc::Limit;
+use crate::stage::{Loss, WirePacket};
+use crate::FlowInfo;
+use cclab_core::metrics::MetricsConfig;
+use cclab_core::rng::{stream, Rng};
+use cclab_core::scenario::{Aqm, Scenario};
+use cclab_core::time::Time;
+use std::sync::Arc;
+
+/// One flow's share of the path.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FlowPath {
+    pub info: FlowInfo,
+    /// Index of the `[[flows]]` entry the flow came from.
+    pub spec: usize,
+    /// Delay before the bottleneck, ns: half the flow's extra RTT; None without one.
+    pub access_delay: Option<Time>,
+    /// Delay of the flow's ACK path, ns: the reverse delay plus the other half of its extra RTT.
+    pub reverse_delay: Time,
+}
+
+/// The scenario's path, ready for an engine to build its stages from.
+#[derive(Clone, Debug)]
+pub struct PathPlan {
+    pub seed: u64,
+    pub service: Service,
+    pub limit: Limit,
+    pub aqm: Aqm,
+    /// i.i.d. loss probability before the bottleneck.
+    pub loss: f64,
+    /// Delay from the bottleneck to the receivers, ns.
+    pub prop_delay: Time,
+    /// Delay of the ACK path shared by every flow, ns (before any flow's extra RTT).
+    pub reverse_delay: Time,
+    /// Round-trip propagation delay of a flow without extra RTT, ns.
+    pub base_rtt: Time,
+    pub flows: Vec<FlowPath>,
+    pub metrics: MetricsConfig,
+}
+
+impl PathPlan {
+    /// Resolves a validated scenario; fails only if its trace file cannot be read.
+    pub fn resolve(scenario: &Scenario) -> Result<PathPlan, String> {
+        let link = &scenario.link;
+        let trace = match &link.trace {
+            Some(path) => Some(Arc::new(Trace::load(path)?)),
+            None => None,
+        };
+        let service = Service::from_link(link, trace);
+        let reverse_delay = scenario.reverse_delay().ns();
+        let base_rtt = link.delay.ns() + reverse_delay;
+        let limit = Limit::resolve(link.queue, service.mean_rate(), base_rtt);
+        let flows: Vec<FlowPath> = scenario
+            .flow_instances()
+            .iter()
+            .map(|inst| {
+                let spec = &scenario.flows[inst.spec];
+                let extra = spec.extra_rtt.ns();
+                FlowPath {
+                    info: FlowInfo {
+                        id: inst.id,
+                        scheme: spec.scheme.clone(),
+                        start: inst.start.ns(),
+                        stop: inst.stop.ns(),
+                        base_rtt: base_rtt + extra,
+                    },
+                    spec: inst.spec,
+                    access_delay: (extra > 0).then_some(extra / 2),
+                    reverse_delay: reverse_delay + (extra - extra / 2),
+                }
+            })
+            .collect();
+        let metrics = MetricsConfig {
+            n_flows: flows.len(),
+            bin: scenario.output.bin.ns(),
+            jain_bucket: scenario.output.jain_bucket.ns(),
+            origin: 0,
+        };
+        Ok(PathPlan {
+            seed: scenario.seed,
+            service,
+            limit,
+            aqm: link.aqm,
+            loss: link.loss,
+            prop_delay: link.delay.ns(),
+            reverse_delay,
+            base_rtt,
+            flows,
+            metrics,
+        })
+    }
+
+    /// Every flow's description, in flow order.
+    pub fn infos(&self) -> Vec<FlowInfo> {
+        self.flows.iter().map(|f| f.info.clone()).collect()
+    }
+
+    /// The loss stage before the bottleneck, on its own random stream.
+    pub fn loss_stage(&self) -> Loss {
+        Loss::new(self.loss, self.loss_rng())
+    }
+
+    /// The random stream of the loss stage.
+    pub fn loss_rng(&self) -> Rng {
+        Rng::derive(self.seed, stream::LOSS)
+    }
+
+    /// The bottleneck, its delivery process on its own random stream.
+    pub fn bottleneck<P: WirePacket>(&self) -> Bottleneck<P> {
+        Bottleneck::new(self.service.clone(), self.limit, self.aqm, Rng::derive(self.seed, stream::LINK))
+    }
+
+    /// The random stream of flow `id`'s sender.
+    pub fn flow_rng(&self, id: u32) -> Rng {
+        Rng::derive(self.seed, stream::FLOW + id as u64)
+    }
+}

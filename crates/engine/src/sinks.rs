@@ -1,0 +1,56 @@
+//! Where packet records go: one [`Sinks::emit`] feeds the metrics accumulator, the packet log
+//! (when the run keeps one) and the engine's counters, whichever engine made the record.
+
+use crate::plan::PathPlan;
+use crate::{EngineStats, RunOutput};
+use cclab_core::metrics::MetricsAccumulator;
+use cclab_core::record::{Fate, PacketKind, PacketLog, PacketRecord, RecordSink};
+
+pub struct Sinks {
+    metrics: MetricsAccumulator,
+    log: Option<PacketLog>,
+    stats: EngineStats,
+}
+
+impl Sinks {
+    /// Sinks for a run of `plan`, keeping every record when `log_packets`.
+    pub fn new(plan: &PathPlan, log_packets: bool) -> Sinks {
+        Sinks {
+            metrics: MetricsAccumulator::new(plan.metrics.clone()),
+            log: log_packets.then(PacketLog::default),
+            stats: EngineStats::default(),
+        }
+    }
+
+    /// A data packet entered the path. Counted apart from the records, where the engine can, so
+    /// that "sent = delivered + dropped + in flight" checks the engine's bookkeeping.
+    #[inline]
+    pub fn count_sent(&mut self) {
+        self.stats.data_sent += 1;
+    }
+
+    /// A packet's journey ended (delivered, dropped, or still in flight at the end).
+    #[inline]
+    pub fn emit(&mut self, r: &PacketRecord) {
+        if r.kind == PacketKind::Data {
+            match r.fate {
+                Fate::Delivered => self.stats.data_delivered += 1,
+                Fate::InFlight => self.stats.data_in_flight_end += 1,
+                _ => self.stats.data_dropped += 1,
+            }
+        }
+        self.metrics.record(r);
+        if let Some(log) = &mut self.log {
+            log.record(r);
+        }
+    }
+
+    /// Closes the run: the metrics against the plan's link capacity, the log, the counters.
+    pub fn finish(self, plan: &PathPlan, events: u64, wall_secs: f64) -> RunOutput {
+        let Sinks { metrics, log, mut stats } = self;
+        let metrics = metrics.finish(&|t0, t1| plan.service.capacity_bits(t0, t1));
+        stats.events = events;
+        stats.wall_secs = wall_secs;
+        RunOutput { metrics, packets: log, flows: plan.infos(), stats }
+    }
+}
