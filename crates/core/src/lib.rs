@@ -12,5 +12,6 @@ pub use time::Time;
 pub use units::{Bytes, Dur, QueueSize, Rate};
 pub mod metrics;
 pub mod record;
+pub mod schema;
 
 pub use record::{Fate, PacketKind, PacketLog, PacketRecord, RecordSink, NEVER};

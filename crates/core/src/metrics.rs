@@ -98,7 +98,7 @@ pub fn nearest_rank(n: u64, q: f64) -> u64 {
 }
 
 pub use accumulator::MetricsAccumulator;
-pub use analyze::analyze;
+pub use analyze::{analyze, analyze_columns, PacketColumns};
 mod accumulator;
 mod analyze;
 mod histogram;
