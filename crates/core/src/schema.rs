@@ -232,12 +232,12 @@ impl Columns {
 }
 
 /// Shorthand for a declaration line.
-const fn col<A>(name: &'static str, unit: &'static str, doc: &'static str, access: A) -> Column<A> {
+pub const fn col<A>(name: &'static str, unit: &'static str, doc: &'static str, access: A) -> Column<A> {
     Column { name, unit, doc, codes: &[], access }
 }
 
 /// A categorical column: `u8` codes whose names are `codes`.
-const fn coded<A>(name: &'static str, doc: &'static str, codes: &'static [&'static str], access: A) -> Column<A> {
+pub const fn coded<A>(name: &'static str, doc: &'static str, codes: &'static [&'static str], access: A) -> Column<A> {
     Column { name, unit: "", doc, codes, access }
 }
 

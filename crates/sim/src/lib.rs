@@ -3,6 +3,7 @@
 
 pub mod engine;
 pub mod link;
+pub mod tables;
 
 use cclab_core::metrics::Metrics;
 use cclab_core::scenario::{Scenario, ScenarioErrors};

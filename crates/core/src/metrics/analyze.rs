@@ -36,7 +36,7 @@ impl<'a> PacketColumns<'a> {
     }
 
     /// Rows, or an error naming the first column whose length differs from `flow`'s.
-    pub fn len(&self) -> Result<usize, String> {
+    pub fn rows(&self) -> Result<usize, String> {
         let n = self.flow.len();
         let lengths = [
             ("size", Some(self.size.len())),
@@ -72,7 +72,7 @@ pub fn analyze_columns(
     cfg: MetricsConfig,
     capacity_bits: &dyn Fn(u64, u64) -> f64,
 ) -> Result<Metrics, String> {
-    let n = cols.len()?;
+    let n = cols.rows()?;
     let mut acc = MetricsAccumulator::new(cfg);
     // Slicing every column to the same length lets the loop run without bounds checks.
     let (flow, size, sent, arrived, fate) =
