@@ -1,5 +1,6 @@
 //! The deterministic discrete-event simulator: links, queues, hosts, the transport and the
-//! record sinks, driven by one scenario.
+//! record sinks, driven by one scenario; and the `flows`/`stats` result tables (`tables`),
+//! declared beside the result types they read.
 
 pub mod engine;
 pub mod link;
