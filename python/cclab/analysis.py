@@ -20,16 +20,17 @@ from cclab import _core
 from cclab.result import summary_frame, timeseries_frame
 
 #: `arrived_ns` of a packet that never arrived.
-NEVER = np.iinfo(np.uint64).max
+NEVER: int = _core.NEVER
 
-#: Fate codes, as the core numbers them (`cclab_core::record::Fate`).
-FATE_DELIVERED = 0
-FATE_DROP_QUEUE = 1
-FATE_DROP_LOSS = 2
-FATE_DROP_DEVICE = 3
-FATE_IN_FLIGHT = 4
-FATE_NAMES = ["delivered", "queue", "loss", "device", "in_flight"]
-KIND_NAMES = ["data", "ack"]
+#: Fate and kind names indexed by their codes, and the codes this package uses by name; all
+#: from the core (`cclab_core::record`).
+FATE_NAMES: list[str] = list(_core.FATE_NAMES)
+KIND_NAMES: list[str] = list(_core.KIND_NAMES)
+FATE_DELIVERED: int = _core.FATE["delivered"]
+FATE_DROP_QUEUE: int = _core.FATE["queue"]
+FATE_DROP_LOSS: int = _core.FATE["loss"]
+FATE_DROP_DEVICE: int = _core.FATE["device"]
+FATE_IN_FLIGHT: int = _core.FATE["in_flight"]
 
 
 @dataclass
@@ -84,18 +85,19 @@ def analyze_packets(
         capacity_mbps=capacity_mbps,
     )
     metrics = {key: float(value) for key, value in raw["metrics"].items()}
+    columns = dict(raw["summary"])
     if capacity_mbps is None:
         metrics["capacity_mbps"] = float("nan")
         metrics["utilisation"] = float("nan")
-    columns = dict(raw["summary"])
-    flow_ids = columns["flow"]
-    columns["flow"] = [None if f < 0 else int(f) for f in flow_ids]  # one entry per flow
+        columns["utilisation"] = np.full(len(columns["utilisation"]), np.nan)
+    # The core names the total row and leaves the flows' schemes empty; name those we know.
     names = list(schemes or [])
     columns["scheme"] = [
-        "total" if f < 0 else (names[f] if f < len(names) else "") for f in flow_ids
+        names[f] if 0 <= f < len(names) else scheme
+        for f, scheme in zip(columns["flow"].tolist(), columns["scheme"], strict=True)
     ]
     return Analysis(
-        summary=summary_frame(columns, metrics),  # type: ignore[arg-type]
+        summary=summary_frame(columns),
         timeseries=timeseries_frame(raw["timeseries"]),
         jain=pd.DataFrame(raw["jain"]),
         metrics=metrics,

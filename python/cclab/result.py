@@ -12,54 +12,49 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from cclab import _core
+
 #: Arrival time of a packet that never arrived (dropped or still in flight), in `packets`.
-NEVER = np.iinfo(np.uint64).max
+NEVER: int = _core.NEVER
+
+#: Columns of every result table, in order, from the core's one declaration of them:
+#: table → [(name, dtype, unit, doc)] (`cclab_core::schema`; `flows` and `stats` beside the
+#: engines' result types).
+SCHEMA: dict[str, list[tuple[str, str, str, str]]] = _core.SCHEMA
 
 #: Columns of `summary`, in display order (the core's per-flow and total summaries).
-SUMMARY_COLUMNS = [
-    "flow",
-    "scheme",
-    "throughput_mbps",
-    "delay_p95_ms",
-    "queueing_p95_ms",
-    "delay_mean_ms",
-    "delay_min_ms",
-    "loss",
-    "packets_sent",
-    "packets_delivered",
-    "packets_dropped",
-    "bytes_sent",
-    "bytes_delivered",
-    "retransmissions",
-    "first_delivery_ns",
-    "last_delivery_ns",
-    "utilisation",
-    "jain_median",
-]
+SUMMARY_COLUMNS = [name for name, *_ in SCHEMA["summary"]]
 
 
-def summary_frame(rows: list[dict[str, Any]], metrics: dict[str, float]) -> pd.DataFrame:
+def typed_frame(table: str, rows: list[dict[str, Any]]) -> pd.DataFrame:
+    """Rows built in Python (by the importers) as a frame with the table's columns, in the
+    core's order and with its dtypes."""
+    columns = SCHEMA[table]
+    frame = pd.DataFrame(rows, columns=[name for name, *_ in columns])
+    return frame.astype({name: dtype for name, dtype, *_ in columns if dtype != "str"})
+
+
+def summary_frame(columns: dict[str, Any]) -> pd.DataFrame:
     """One row per flow and a last row for the total (`flow` is <NA>, `scheme` is "total").
-    Utilisation and the Jain median describe the whole run, so only the total row has them."""
-    frame = pd.DataFrame(rows)
-    frame["flow"] = frame["flow"].astype("Int64")
-    is_total = frame["flow"].isna()
-    for key in ("utilisation", "jain_median"):
-        frame[key] = np.where(is_total, metrics[key], np.nan)
+    Utilisation and the Jain median describe the whole run, so only the total row has them.
+    The core marks the total row's flow with a negative id (numpy has no missing integers)."""
+    frame = pd.DataFrame(columns)
+    flow = frame["flow"]
+    frame["flow"] = flow.astype("Int64").mask(flow < 0)
     return frame[SUMMARY_COLUMNS]
 
 
 def timeseries_frame(columns: dict[str, np.ndarray]) -> pd.DataFrame:
-    frame = pd.DataFrame(columns)
-    frame.insert(2, "t_s", frame["t_ns"] / 1e9)
-    return frame
+    return pd.DataFrame(columns)
 
 
 def packets_frame(columns: dict[str, Any]) -> pd.DataFrame:
-    """The packet log, with `kind` and `fate` as categoricals (their names come from the core)."""
+    """The packet log, with its coded columns (those the core sends `<name>_names` for, i.e.
+    `kind` and `fate`) as categoricals."""
     data = {k: v for k, v in columns.items() if not k.endswith("_names")}
-    data["kind"] = pd.Categorical.from_codes(data["kind"], categories=columns["kind_names"])
-    data["fate"] = pd.Categorical.from_codes(data["fate"], categories=columns["fate_names"])
+    for name in data:
+        if f"{name}_names" in columns:
+            data[name] = pd.Categorical.from_codes(data[name], categories=columns[f"{name}_names"])
     return pd.DataFrame(data, copy=False)
 
 
@@ -103,7 +98,7 @@ class RunResult:
             seed=raw["seed"],
             duration_s=raw["duration_ns"] / 1e9,
             scenario_toml=raw["scenario_toml"],
-            summary=summary_frame(raw["summary"], raw["metrics"]),
+            summary=summary_frame(raw["summary"]),
             timeseries=timeseries_frame(raw["timeseries"]),
             jain=pd.DataFrame(raw["jain"]),
             flows=pd.DataFrame(raw["flows"]),

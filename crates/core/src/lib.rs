@@ -1,5 +1,6 @@
-//! cclab's shared core: scenario files, units, packet records and the metrics kernels that
-//! both engines feed.
+//! cclab's shared core: scenario files, units, packet records, the metrics kernels that
+//! both engines feed, and the result schema (`schema`: every result table's columns, declared
+//! once, and their conversion to columns).
 
 pub mod rng;
 pub mod scenario;
@@ -12,5 +13,6 @@ pub use time::Time;
 pub use units::{Bytes, Dur, QueueSize, Rate};
 pub mod metrics;
 pub mod record;
+pub mod schema;
 
 pub use record::{Fate, PacketKind, PacketLog, PacketRecord, RecordSink, NEVER};

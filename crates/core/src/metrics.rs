@@ -25,7 +25,8 @@ pub struct MetricsConfig {
     pub origin: u64,
 }
 
-/// Per-flow (or total) summary, the Pantheon's numbers plus what a researcher asks next.
+/// Per-flow (or total) summary, the Pantheon's numbers plus what a researcher asks next. Each
+/// field reaches users as a column declared in [`crate::schema::SUMMARY`].
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct FlowSummary {
     /// Flow id, or `None` for the total over all flows.
@@ -49,7 +50,7 @@ pub struct FlowSummary {
     pub loss: f64,
 }
 
-/// One row of the time series: one flow in one bin.
+/// One row of the time series: one flow in one bin (columns: [`crate::schema::TIMESERIES`]).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct SeriesRow {
     pub flow: u32,
@@ -63,7 +64,7 @@ pub struct SeriesRow {
     pub delay_max_ms: f64,
 }
 
-/// One Jain bucket.
+/// One Jain bucket (columns: [`crate::schema::JAIN`]).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct JainRow {
     pub t: u64,
@@ -98,7 +99,7 @@ pub fn nearest_rank(n: u64, q: f64) -> u64 {
 }
 
 pub use accumulator::MetricsAccumulator;
-pub use analyze::analyze;
+pub use analyze::{analyze, analyze_columns, PacketColumns};
 mod accumulator;
 mod analyze;
 mod histogram;

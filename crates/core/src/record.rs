@@ -11,6 +11,14 @@ pub enum PacketKind {
     Ack = 1,
 }
 
+impl PacketKind {
+    /// Names of the kinds, indexed by their `u8` code (the packet table's `kind` categories).
+    pub const NAMES: [&'static str; 2] = ["data", "ack"];
+    pub fn name(self) -> &'static str {
+        Self::NAMES[self as usize]
+    }
+}
+
 /// What became of a packet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u8)]
@@ -27,6 +35,7 @@ pub enum Fate {
 }
 
 impl Fate {
+    /// Names of the fates, indexed by their `u8` code (the packet table's `fate` categories).
     pub const NAMES: [&'static str; 5] = ["delivered", "queue", "loss", "device", "in_flight"];
     pub fn name(self) -> &'static str {
         Self::NAMES[self as usize]

@@ -12,7 +12,7 @@
 //! - the record fan-out ([`sinks::Sinks`]: one `emit` feeds the metrics, the packet log and the
 //!   engine counters);
 //! - the engine-neutral results ([`RunOutput`], [`FlowInfo`], [`EngineStats`], [`RunOptions`],
-//!   [`CcTrace`]).
+//!   [`CcTrace`]) and the `flows` and `stats` tables declared beside them ([`tables`]).
 //!
 //! Must not import: `cclab-sim`, `cclab-emu` or any other engine (engines depend on this crate,
 //! never the reverse), nor the transport: what crosses the path is any [`stage::WirePacket`].
@@ -24,5 +24,6 @@ pub mod qdisc;
 mod result;
 pub mod sinks;
 pub mod stage;
+pub mod tables;
 
 pub use result::{CcTrace, EngineStats, FlowInfo, RunOptions, RunOutput};

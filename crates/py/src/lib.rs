@@ -1,5 +1,6 @@
 //! The Python module `cclab._core`: scenario validation, simulator runs and the scheme list,
-//! with results handed to Python as numpy columns. Everything user-facing (the `cclab.run`
+//! with results handed to Python as numpy columns, and the result schema, codes and unit
+//! parsers the Python package reads instead of re-declaring them. Everything user-facing (the `cclab.run`
 //! API, DataFrames, the archive, the CLI) lives in the Python package on top of this.
 
 mod analyze;
@@ -8,6 +9,7 @@ mod errors;
 mod output;
 mod overrides;
 mod progress;
+mod schema;
 mod schemes;
 
 use cclab_core::scenario::{merge_overrides, Scenario, ScenarioErrors};
@@ -76,6 +78,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     emu::register(m)?;
     m.add_function(wrap_pyfunction!(schemes::schemes, m)?)?;
     m.add_function(wrap_pyfunction!(analyze::analyze, m)?)?;
+    schema::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

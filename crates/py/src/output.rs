@@ -1,22 +1,67 @@
-//! A finished run → a Python dict of plain values and numpy columns. The Python package turns
-//! these into DataFrames; the packet log's vectors move into numpy arrays without copying.
+//! Results → Python: every table goes through [`columns`] (a dict of numpy columns; owned
+//! vectors move into numpy without copying) or, for one-row tables, [`scalars`]. Names,
+//! types and codes come from the declarations (`cclab_core::schema`, `cclab_engine::tables`), so
+//! nothing here lists a column.
 
-use cclab_core::metrics::FlowSummary;
-use cclab_core::record::{Fate, PacketLog};
+use cclab_core::metrics::Metrics;
 use cclab_core::scenario::Scenario;
-use cclab_engine::{EngineStats, RunOutput};
-use numpy::{Element, PyArray1};
+use cclab_core::schema::{self, Columns, Data};
+use cclab_engine::{tables, RunOutput};
+use numpy::PyArray1;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
+use pyo3::types::PyDict;
+use pyo3::IntoPyObjectExt;
 
-/// Names of `PacketKind` values, indexed by their `u8` code.
-const KIND_NAMES: [&str; 2] = ["data", "ack"];
-
-/// One numpy column from a field of each row.
-fn column<'py, R, T: Element>(py: Python<'py>, rows: &[R], field: impl Fn(&R) -> T) -> Bound<'py, PyArray1<T>> {
-    PyArray1::from_vec(py, rows.iter().map(field).collect())
+/// A table as a dict of numpy columns (strings as a list); a categorical column `c` also gets
+/// `c_names`, its categories indexed by code.
+pub fn columns(py: Python<'_>, table: Columns) -> PyResult<Bound<'_, PyDict>> {
+    let d = PyDict::new(py);
+    for v in table.0 {
+        let column = match v.data {
+            Data::U8(x) => PyArray1::from_vec(py, x).into_any(),
+            Data::U32(x) => PyArray1::from_vec(py, x).into_any(),
+            Data::U64(x) => PyArray1::from_vec(py, x).into_any(),
+            Data::I64(x) => PyArray1::from_vec(py, x).into_any(),
+            Data::F64(x) => PyArray1::from_vec(py, x).into_any(),
+            Data::Bool(x) => PyArray1::from_vec(py, x).into_any(),
+            Data::Str(x) => x.into_bound_py_any(py)?,
+        };
+        d.set_item(v.name, column)?;
+        if !v.codes.is_empty() {
+            d.set_item(format!("{}_names", v.name), v.codes.to_vec())?;
+        }
+    }
+    Ok(d)
 }
 
+/// A one-row table as a dict of plain Python values (JSON-ready, unlike numpy scalars).
+pub fn scalars(py: Python<'_>, table: Columns) -> PyResult<Bound<'_, PyDict>> {
+    let d = PyDict::new(py);
+    for v in table.0 {
+        let value = match v.data {
+            Data::U8(x) => x[0].into_bound_py_any(py)?,
+            Data::U32(x) => x[0].into_bound_py_any(py)?,
+            Data::U64(x) => x[0].into_bound_py_any(py)?,
+            Data::I64(x) => x[0].into_bound_py_any(py)?,
+            Data::F64(x) => x[0].into_bound_py_any(py)?,
+            Data::Bool(x) => x[0].into_bound_py_any(py)?,
+            Data::Str(mut x) => x.swap_remove(0).into_bound_py_any(py)?,
+        };
+        d.set_item(v.name, value)?;
+    }
+    Ok(d)
+}
+
+/// The metrics' tables into `d`: `summary`, `metrics`, `timeseries` and `jain`. `schemes[id]`
+/// names flow `id` in the summary.
+pub fn set_metrics(py: Python<'_>, d: &Bound<'_, PyDict>, m: &Metrics, schemes: &[&str]) -> PyResult<()> {
+    d.set_item("summary", columns(py, schema::summary(m, schemes))?)?;
+    d.set_item("metrics", scalars(py, schema::metrics(m))?)?;
+    d.set_item("timeseries", columns(py, schema::timeseries(m))?)?;
+    d.set_item("jain", columns(py, schema::jain(m))?)
+}
+
+/// A finished run → a dict of plain values and tables; the Python package makes DataFrames.
 pub fn to_dict<'py>(py: Python<'py>, scenario: &Scenario, out: RunOutput) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("name", &scenario.name)?;
@@ -24,100 +69,17 @@ pub fn to_dict<'py>(py: Python<'py>, scenario: &Scenario, out: RunOutput) -> PyR
     d.set_item("duration_ns", scenario.duration.ns())?;
     d.set_item("scenario_toml", scenario.to_toml())?;
 
-    let m = &out.metrics;
-    let scheme_of = |flow: Option<u32>| {
-        flow.and_then(|id| out.flows.iter().find(|f| f.id == id)).map(|f| f.scheme.as_str()).unwrap_or("total")
-    };
-    let summary = PyList::empty(py);
-    for s in m.flows.iter().chain(std::iter::once(&m.total)) {
-        summary.append(summary_row(py, s, scheme_of(s.flow))?)?;
+    let n = out.flows.iter().map(|f| f.id as usize + 1).max().unwrap_or(0);
+    let mut schemes = vec![""; n];
+    for f in &out.flows {
+        schemes[f.id as usize] = &f.scheme;
     }
-    d.set_item("summary", summary)?;
-
-    let metrics = PyDict::new(py);
-    metrics.set_item("capacity_mbps", m.capacity_mbps)?;
-    metrics.set_item("utilisation", m.utilisation)?;
-    metrics.set_item("jain_median", m.jain_median)?;
-    d.set_item("metrics", metrics)?;
-
-    let series = PyDict::new(py);
-    series.set_item("flow", column(py, &m.series, |r| r.flow))?;
-    series.set_item("t_ns", column(py, &m.series, |r| r.t))?;
-    series.set_item("throughput_mbps", column(py, &m.series, |r| r.throughput_mbps))?;
-    series.set_item("sending_mbps", column(py, &m.series, |r| r.sending_mbps))?;
-    series.set_item("delay_mean_ms", column(py, &m.series, |r| r.delay_mean_ms))?;
-    series.set_item("delay_max_ms", column(py, &m.series, |r| r.delay_max_ms))?;
-    d.set_item("timeseries", series)?;
-
-    let jain = PyDict::new(py);
-    jain.set_item("t_ns", column(py, &m.jain, |r| r.t))?;
-    jain.set_item("active_flows", column(py, &m.jain, |r| r.active_flows))?;
-    jain.set_item("jain", column(py, &m.jain, |r| r.jain))?;
-    jain.set_item("counted", column(py, &m.jain, |r| r.counted))?;
-    d.set_item("jain", jain)?;
-
-    let flows = PyDict::new(py);
-    flows.set_item("flow", column(py, &out.flows, |f| f.id))?;
-    flows.set_item("scheme", out.flows.iter().map(|f| f.scheme.as_str()).collect::<Vec<_>>())?;
-    flows.set_item("start_ns", column(py, &out.flows, |f| f.start))?;
-    flows.set_item("stop_ns", column(py, &out.flows, |f| f.stop))?;
-    flows.set_item("base_rtt_ns", column(py, &out.flows, |f| f.base_rtt))?;
-    d.set_item("flows", flows)?;
-
-    d.set_item("stats", stats(py, &out.stats)?)?;
+    set_metrics(py, &d, &out.metrics, &schemes)?;
+    d.set_item("flows", columns(py, tables::flows(&out.flows))?)?;
+    d.set_item("stats", scalars(py, tables::stats(&out.stats))?)?;
     match out.packets {
-        Some(log) => d.set_item("packets", packets(py, log)?)?,
+        Some(log) => d.set_item("packets", columns(py, schema::packets(log))?)?,
         None => d.set_item("packets", py.None())?,
     }
-    Ok(d)
-}
-
-fn summary_row<'py>(py: Python<'py>, s: &FlowSummary, scheme: &str) -> PyResult<Bound<'py, PyDict>> {
-    let r = PyDict::new(py);
-    r.set_item("flow", s.flow)?;
-    r.set_item("scheme", scheme)?;
-    r.set_item("throughput_mbps", s.throughput_mbps)?;
-    r.set_item("delay_p95_ms", s.delay_p95_ms)?;
-    r.set_item("queueing_p95_ms", s.queueing_p95_ms)?;
-    r.set_item("delay_mean_ms", s.delay_mean_ms)?;
-    r.set_item("delay_min_ms", s.delay_min_ms)?;
-    r.set_item("loss", s.loss)?;
-    r.set_item("packets_sent", s.packets_sent)?;
-    r.set_item("packets_delivered", s.packets_delivered)?;
-    r.set_item("packets_dropped", s.packets_dropped)?;
-    r.set_item("bytes_sent", s.bytes_sent)?;
-    r.set_item("bytes_delivered", s.bytes_delivered)?;
-    r.set_item("retransmissions", s.retransmissions)?;
-    r.set_item("first_delivery_ns", s.first_delivery)?;
-    r.set_item("last_delivery_ns", s.last_delivery)?;
-    Ok(r)
-}
-
-fn stats<'py>(py: Python<'py>, s: &EngineStats) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
-    d.set_item("events", s.events)?;
-    d.set_item("wall_secs", s.wall_secs)?;
-    d.set_item("data_sent", s.data_sent)?;
-    d.set_item("data_delivered", s.data_delivered)?;
-    d.set_item("data_dropped", s.data_dropped)?;
-    d.set_item("data_in_flight_end", s.data_in_flight_end)?;
-    Ok(d)
-}
-
-/// The packet log's columns, moved (not copied) into numpy arrays.
-fn packets(py: Python<'_>, log: PacketLog) -> PyResult<Bound<'_, PyDict>> {
-    let d = PyDict::new(py);
-    d.set_item("uid", PyArray1::from_vec(py, log.uid))?;
-    d.set_item("flow", PyArray1::from_vec(py, log.flow))?;
-    d.set_item("kind", PyArray1::from_vec(py, log.kind))?;
-    d.set_item("size", PyArray1::from_vec(py, log.size))?;
-    d.set_item("sent_ns", PyArray1::from_vec(py, log.sent))?;
-    d.set_item("arrived_ns", PyArray1::from_vec(py, log.arrived))?;
-    d.set_item("fate", PyArray1::from_vec(py, log.fate))?;
-    d.set_item("enqueued_ns", PyArray1::from_vec(py, log.enqueued))?;
-    d.set_item("dequeued_ns", PyArray1::from_vec(py, log.dequeued))?;
-    d.set_item("retransmission", PyArray1::from_vec(py, log.retransmission))?;
-    d.set_item("kind_names", KIND_NAMES.to_vec())?;
-    d.set_item("fate_names", Fate::NAMES.to_vec())?;
     Ok(d)
 }

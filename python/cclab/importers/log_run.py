@@ -41,7 +41,7 @@ from cclab.archive import COMPRESSION, META_FILE, write_run_dir
 from cclab.importers.link_log import LinkLog
 from cclab.importers.matching import Pairing, pair_departures
 from cclab.report.loading import CAPACITY_FILE
-from cclab.result import RunResult
+from cclab.result import RunResult, typed_frame
 
 BIN_NS = 500_000_000
 JAIN_BUCKET_NS = 100_000_000
@@ -212,10 +212,7 @@ def _flows_frame(imported: ImportedLog) -> pd.DataFrame:
         rows.append(
             {"flow": flow, "scheme": scheme, "start_ns": start, "stop_ns": stop, "base_rtt_ns": 0}
         )
-    frame = pd.DataFrame(rows)
-    return frame.astype(
-        {"flow": np.uint32, "start_ns": np.uint64, "stop_ns": np.uint64, "base_rtt_ns": np.uint64}
-    )
+    return typed_frame("flows", rows)
 
 
 def to_run_result(

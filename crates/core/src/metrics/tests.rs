@@ -482,3 +482,34 @@ fn origin_and_times_before_it() {
     // Summary times stay absolute.
     assert_eq!((m.total.first_delivery, m.total.last_delivery), (1_010 * MS, 1_160 * MS));
 }
+
+#[test]
+fn analyze_columns_skips_acks_and_reads_absent_columns_as_data() {
+    let c = cfg(2, 100 * MS, 20 * MS);
+    let records = random_log(5, 2_000, 2);
+    let mut log = PacketLog::default();
+    for r in &records {
+        log.record(r);
+    }
+    // Without `kind` and `retransmission` every row counts, as data and never retransmitted.
+    let bare = PacketColumns { kind: None, retransmission: None, ..PacketColumns::of(&log) };
+    let as_data: Vec<PacketRecord> =
+        records.iter().map(|r| PacketRecord { kind: PacketKind::Data, retransmission: false, ..*r }).collect();
+    assert!(same(&analyze_columns(bare, c.clone(), &one_mbps).unwrap(), &run(c.clone(), &as_data, &one_mbps)));
+    // With them, ACK rows are skipped as the accumulator skips them.
+    let mut acked = log.clone();
+    acked.kind[0] = PacketKind::Ack as u8;
+    let mut expected = records.clone();
+    expected[0].kind = PacketKind::Ack;
+    assert!(same(
+        &analyze_columns(PacketColumns::of(&acked), c.clone(), &one_mbps).unwrap(),
+        &run(c, &expected, &one_mbps)
+    ));
+}
+
+#[test]
+fn analyze_columns_rejects_ragged_columns() {
+    let log = PacketLog { flow: vec![0, 0], size: vec![1], ..PacketLog::default() };
+    let err = analyze_columns(PacketColumns::of(&log), cfg(1, MS, MS), &no_capacity).unwrap_err();
+    assert!(err.contains("`size`"), "{err}");
+}
