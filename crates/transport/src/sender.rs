@@ -615,3 +615,6 @@ impl Sender {
         self.rto_deadline = Some(now + self.rtt.rto());
     }
 }
+
+#[cfg(test)]
+mod tests;
