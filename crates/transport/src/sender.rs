@@ -617,4 +617,6 @@ impl Sender {
 }
 
 #[cfg(test)]
+mod proptests;
+#[cfg(test)]
 mod tests;
