@@ -154,8 +154,8 @@ impl Harness {
 
 #[test]
 fn packet_threshold_loss_after_three_later_packets_are_acked() {
-    // RFC 8985 §6.1 / RFC 9002 §6.1.1 (kPacketThreshold = 3, TCP's dupthresh): a packet is lost
-    // once three packets sent after it are acknowledged.
+    // RFC 9002 §6.1.1 (kPacketThreshold = 3; RFC 6675's DupThresh): a packet is lost once
+    // three packets sent after it are acknowledged.
     let mut h = Harness::new(100);
     h.send(0, 6);
     h.ack(10 * MS, &[(1, 3)]); // two later packets: not yet
@@ -264,7 +264,8 @@ fn rto_is_srtt_plus_four_rttvar_clamped_by_min_rto_and_doubles_on_backoff() {
     h.send(first, 1); // the retransmission
     h.s.on_timeout(second);
     assert_eq!(h.s.next_timeout(), Some(second + 1200 * MS), "doubles again");
-    // §5.7 with Karn's rule made moot by fresh ids: a new RTT sample ends the backoff.
+    // §2.3 with Karn's rule (§3) made moot by fresh ids: a new RTT sample recomputes the RTO
+    // from SRTT and RTTVAR, which ends the backoff.
     let p = h.s.poll_transmit(second).unwrap();
     h.ack(second + 100 * MS, &[(p.id, p.id + 1)]);
     h.send(second + 100 * MS, 1);
@@ -287,6 +288,27 @@ fn rto_never_goes_below_the_minimum() {
     h.ack(10 * MS, &[(0, 1)]);
     h.send(10 * MS, 1);
     assert_eq!(h.s.next_timeout(), Some(10 * MS + 50 * MS), "the floor is the configured one");
+}
+
+#[test]
+fn backoff_doubles_up_to_a_60_s_cap() {
+    // RFC 6298 §5.5 (double on every expiry) and §2.5 (a maximum MAY be placed on RTO provided
+    // it is at least 60 s).
+    let mut h = Harness::new(100);
+    h.send(0, 1);
+    h.ack(100 * MS, &[(0, 1)]); // RTO 300 ms
+    h.send(100 * MS, 1);
+    let mut now = 100 * MS;
+    let mut waits = Vec::new();
+    for _ in 0..10 {
+        let t = h.s.next_timeout().unwrap();
+        waits.push((t - now) / MS);
+        now = t;
+        h.s.on_timeout(now);
+        h.send(now, 1); // the retransmission, which does not restart the running timer
+    }
+    assert_eq!(waits, vec![300, 600, 1200, 2400, 4800, 9600, 19_200, 38_400, 60_000, 60_000]);
+    assert_eq!(h.s.stats.rto_count, 10);
 }
 
 #[test]
@@ -369,8 +391,8 @@ fn run_ack_clock(h: &mut Harness, rtt: Time, until: Time, step: Time) {
 
 #[test]
 fn a_steady_ack_clock_samples_the_sending_rate() {
-    // draft-cheng-iccrg-delivery-rate-estimation §3.3: delivery_rate = data delivered over
-    // max(send_elapsed, ack_elapsed); paced at one packet per ms over a 50 ms path, every
+    // draft-cheng-iccrg-delivery-rate-estimation ("upon receiving an ACK"): delivery_rate =
+    // data delivered over max(send_elapsed, ack_elapsed); paced at one packet per ms over a 50 ms path, every
     // sample after the first round is exactly one MSS per ms.
     let mut h = Harness::new(1000);
     h.cc.lock().unwrap().pacing = Some(MSS as f64 * 1000.0);
@@ -393,7 +415,7 @@ fn a_steady_ack_clock_samples_the_sending_rate() {
 
 #[test]
 fn one_round_per_window_of_data() {
-    // Reference §0.5 (BBR's packet-timed round, draft-cardwell-iccrg-bbr §4.5.1): a round
+    // Reference §0.5 (BBR's packet-timed round, draft-cardwell-iccrg-bbr-congestion-control): a round
     // ends when a packet sent after the previous round's end is acknowledged. A 10-packet
     // window over a 100 ms path starts a round on the ACK of ids 0, 10, 20, ...
     let mut h = Harness::new(10);
@@ -467,7 +489,7 @@ fn never_pace_ignores_the_controllers_rate() {
 
 #[test]
 fn the_receive_window_caps_the_flight_whatever_the_cwnd() {
-    // RFC 5681 §2 / RFC 9293 §3.8.6: the sender may have at most min(cwnd, rwnd) outstanding.
+    // RFC 5681 §3: "the minimum of cwnd and rwnd governs data transmission".
     let mut h = Harness::with(100, SenderConfig { rwnd: 5 * MSS, ..Default::default() });
     assert_eq!(h.send(0, 5).len(), 5);
     assert!(h.s.poll_transmit(0).is_none());
@@ -512,7 +534,8 @@ fn cwnd_limited_tracking_follows_linux() {
 
 #[test]
 fn rate_samples_of_app_limited_data_say_so() {
-    // Rate-sampler draft §3.4 (Linux tcp_rate_check_app_limited): once the application runs
+    // Rate-sampler draft ("detecting application-limited phases"; Linux
+    // tcp_rate_check_app_limited): once the application runs
     // out of data with room in the window, packets sent before that much data is delivered
     // are marked application-limited, and so are the samples they produce.
     let mut h = Harness::new(10);
