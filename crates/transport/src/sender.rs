@@ -615,3 +615,8 @@ impl Sender {
         self.rto_deadline = Some(now + self.rtt.rto());
     }
 }
+
+#[cfg(test)]
+mod proptests;
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,560 @@
+//! The sender's promises, each driven by hand-built ACK frames against a controller that only
+//! records what it is told. Every test names the rule it checks.
+
+use super::*;
+use cclab_cc::CcSnapshot;
+use cclab_core::time::{MS, SEC, US};
+use std::sync::{Arc, Mutex};
+
+const MSS: u64 = 1448;
+
+/// What the recording controller heard, in order.
+#[derive(Clone, Debug)]
+enum Heard {
+    Ack {
+        now: Time,
+        acked: Vec<u64>,
+        lost: Vec<(u64, LossCause)>,
+        rate: Option<RateSample>,
+        round: u64,
+        round_start: bool,
+        ca_state: CaState,
+        app_limited: bool,
+    },
+    Congestion(CongestionEvent),
+    Rto(Time),
+    RecoveryExit(Time),
+    Lost(Vec<(u64, LossCause)>),
+}
+
+/// The recording controller's settings and log, shared with the test (the sender owns the box).
+#[derive(Debug)]
+struct Shared {
+    cwnd: u64,
+    pacing: Option<f64>,
+    slow_start: bool,
+    heard: Vec<Heard>,
+}
+
+struct Recorder(Arc<Mutex<Shared>>);
+
+impl CongestionControl for Recorder {
+    fn name(&self) -> &'static str {
+        "recorder"
+    }
+    fn on_ack(&mut self, ev: &AckEvent, _ctx: &mut CcContext) {
+        self.0.lock().unwrap().heard.push(Heard::Ack {
+            now: ev.now,
+            acked: ev.acked.iter().map(|p| p.id).collect(),
+            lost: ev.lost.iter().map(|p| (p.id, p.cause)).collect(),
+            rate: ev.rate,
+            round: ev.round,
+            round_start: ev.round_start,
+            ca_state: ev.ca_state,
+            app_limited: ev.app_limited,
+        });
+    }
+    fn on_congestion_event(&mut self, ev: &CongestionEvent, _ctx: &mut CcContext) {
+        self.0.lock().unwrap().heard.push(Heard::Congestion(*ev));
+    }
+    fn on_rto(&mut self, now: Time, _ctx: &mut CcContext) {
+        self.0.lock().unwrap().heard.push(Heard::Rto(now));
+    }
+    fn on_recovery_exit(&mut self, now: Time, _ctx: &mut CcContext) {
+        self.0.lock().unwrap().heard.push(Heard::RecoveryExit(now));
+    }
+    fn on_packets_lost(&mut self, _now: Time, lost: &[LostPacket], _ctx: &mut CcContext) {
+        self.0.lock().unwrap().heard.push(Heard::Lost(lost.iter().map(|p| (p.id, p.cause)).collect()));
+    }
+    fn cwnd(&self) -> u64 {
+        self.0.lock().unwrap().cwnd
+    }
+    fn pacing_rate(&self) -> Option<f64> {
+        self.0.lock().unwrap().pacing
+    }
+    fn in_slow_start(&self) -> bool {
+        self.0.lock().unwrap().slow_start
+    }
+    fn snapshot(&self) -> CcSnapshot {
+        CcSnapshot::default()
+    }
+}
+
+struct Harness {
+    s: Sender,
+    cc: Arc<Mutex<Shared>>,
+}
+
+impl Harness {
+    /// A started sender with a `cwnd_pkts`-packet window, no pacing, default config otherwise.
+    fn new(cwnd_pkts: u64) -> Harness {
+        Harness::with(cwnd_pkts, SenderConfig::default())
+    }
+
+    fn with(cwnd_pkts: u64, cfg: SenderConfig) -> Harness {
+        let cc = Arc::new(Mutex::new(Shared {
+            cwnd: cwnd_pkts.saturating_mul(MSS),
+            pacing: None,
+            slow_start: false,
+            heard: Vec::new(),
+        }));
+        let mut s = Sender::new(SenderConfig { mss: MSS, ..cfg }, Box::new(Recorder(cc.clone())), Rng::new(1));
+        s.start(0);
+        Harness { s, cc }
+    }
+
+    /// Sends `n` packets at `now`; returns their ids.
+    fn send(&mut self, now: Time, n: usize) -> Vec<u64> {
+        (0..n).map(|_| self.s.poll_transmit(now).expect("window, pacer and data allow a packet").id).collect()
+    }
+
+    /// An ACK of the given id ranges `[start, end)`, newest first, as the receiver builds them.
+    fn ack(&mut self, now: Time, ranges: &[(u64, u64)]) {
+        let mut f = AckFrame { largest: ranges[0].1 - 1, ..Default::default() };
+        for (i, r) in ranges.iter().enumerate() {
+            f.ranges[i] = *r;
+        }
+        f.n_ranges = ranges.len() as u8;
+        self.s.on_ack(now, &f);
+    }
+
+    fn heard(&self) -> Vec<Heard> {
+        self.cc.lock().unwrap().heard.clone()
+    }
+
+    fn congestion_events(&self) -> Vec<CongestionEvent> {
+        self.heard()
+            .into_iter()
+            .filter_map(|h| match h {
+                Heard::Congestion(e) => Some(e),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Every loss the controller heard of, on ACKs or outside them.
+    fn losses(&self) -> Vec<(u64, LossCause)> {
+        let mut out = Vec::new();
+        for h in self.heard() {
+            match h {
+                Heard::Ack { lost, .. } | Heard::Lost(lost) => out.extend(lost),
+                _ => {}
+            }
+        }
+        out
+    }
+
+    fn acks(&self) -> Vec<Heard> {
+        self.heard().into_iter().filter(|h| matches!(h, Heard::Ack { .. })).collect()
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Loss detection.
+
+#[test]
+fn packet_threshold_loss_after_three_later_packets_are_acked() {
+    // RFC 9002 §6.1.1 (kPacketThreshold = 3; RFC 6675's DupThresh): a packet is lost once
+    // three packets sent after it are acknowledged.
+    let mut h = Harness::new(100);
+    h.send(0, 6);
+    h.ack(10 * MS, &[(1, 3)]); // two later packets: not yet
+    assert!(h.losses().is_empty());
+    assert_eq!(h.s.in_flight(), 4 * MSS);
+    h.ack(10 * MS + 1, &[(1, 4)]); // the third
+    assert_eq!(h.losses(), vec![(0, LossCause::PacketThreshold)]);
+    assert_eq!(h.s.stats.packets_lost, 1);
+    // Ids 4 and 5 are in flight; id 0 left the flight as lost, not as acked.
+    assert_eq!(h.s.in_flight(), 2 * MSS);
+    // The lost data goes out again, as a retransmission under a fresh id.
+    let p = h.s.poll_transmit(11 * MS).unwrap();
+    assert_eq!((p.id, p.offset, p.retransmission), (6, 0, true));
+}
+
+#[test]
+fn rack_time_threshold_is_nine_eighths_of_the_rtt() {
+    // RFC 9002 §6.1.2 (RACK, RFC 8985 §6.2): a packet is lost once 9/8·max(srtt, latest_rtt)
+    // has passed since it was sent, if a later one was acknowledged. The loss timer fires then.
+    let mut h = Harness::new(100);
+    h.send(0, 1);
+    h.send(2 * MS, 1);
+    h.ack(80 * MS + 2 * MS, &[(1, 2)]); // rtt 80 ms; id 0 has one later packet acked
+    assert!(h.losses().is_empty(), "one later packet is below the packet threshold");
+    let deadline = 80 * MS * 9 / 8; // 90 ms after id 0 left at 0
+    assert_eq!(h.s.next_timeout(), Some(deadline), "the loss timer is armed for id 0");
+    h.s.on_timeout(deadline - 1);
+    assert!(h.losses().is_empty(), "not a nanosecond early");
+    h.s.on_timeout(deadline);
+    assert_eq!(h.losses(), vec![(0, LossCause::TimeThreshold)]);
+    assert_eq!(h.s.in_flight(), 0);
+    // A loss found by the timer is a congestion event like one found on an ACK.
+    assert_eq!(h.congestion_events().len(), 1);
+}
+
+#[test]
+fn rack_time_threshold_uses_the_larger_of_srtt_and_latest_rtt_and_a_1ms_floor() {
+    // RFC 9002 §6.1.2: max(smoothed_rtt, latest_rtt), and never below kGranularity (1 ms).
+    let mut h = Harness::new(100);
+    h.send(0, 1);
+    h.ack(40 * MS, &[(0, 1)]); // srtt 40 ms
+    h.send(40 * MS, 2);
+    h.ack(40 * MS + 80 * MS, &[(2, 3)]); // latest 80 ms, srtt 45 ms: 9/8·80 = 90 ms counts
+    assert_eq!(h.s.next_timeout(), Some(40 * MS + 90 * MS));
+
+    let mut h = Harness::new(100);
+    h.send(0, 2);
+    h.ack(10 * US, &[(1, 2)]); // rtt 10 µs: 9/8 of it would be 11.25 µs
+    assert_eq!(h.s.next_timeout(), Some(MS), "kGranularity floor");
+}
+
+#[test]
+fn a_later_ack_past_the_time_threshold_declares_the_loss_itself() {
+    // RFC 8985 §6.2: the check runs on every ACK, not only on the timer.
+    let mut h = Harness::new(100);
+    h.send(0, 2);
+    h.send(50 * MS, 1);
+    h.ack(100 * MS, &[(1, 2)]); // rtt 100 ms: id 0 is due at 112.5 ms
+    h.ack(150 * MS, &[(1, 3)]); // rtt 100 ms, id 0 sent 150 ms ago
+    assert_eq!(h.losses(), vec![(0, LossCause::TimeThreshold)]);
+}
+
+#[test]
+fn a_late_ack_below_the_largest_acked_changes_nothing() {
+    // The transport's FIFO rule (sender.rs, on_ack): ids below the largest acked were settled
+    // by earlier ACKs, so a late ACK for a packet already declared lost neither undoes the loss
+    // nor takes it out of the flight a second time.
+    let mut h = Harness::new(100);
+    h.send(0, 5);
+    h.ack(10 * MS, &[(1, 5)]);
+    assert_eq!(h.losses(), vec![(0, LossCause::PacketThreshold)]);
+    assert_eq!((h.s.in_flight(), h.s.delivered()), (0, 4 * MSS));
+    h.ack(11 * MS, &[(0, 5)]);
+    assert_eq!((h.s.in_flight(), h.s.delivered(), h.s.stats.packets_lost), (0, 4 * MSS, 1));
+    assert_eq!(h.acks().len(), 1, "nothing new acked: the controller hears nothing");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Retransmission timer.
+
+#[test]
+fn rto_is_srtt_plus_four_rttvar_clamped_by_min_rto_and_doubles_on_backoff() {
+    // RFC 6298 §2.2–2.4 (RTO = SRTT + max(G, 4·RTTVAR), at least the minimum RTO), §5.5 (back
+    // off by doubling), §5.1 (armed when data is sent and the timer is not running).
+    let mut h = Harness::new(100);
+    h.send(0, 1);
+    assert_eq!(h.s.next_timeout(), Some(SEC), "RFC 6298 §2.1: 1 s before any RTT sample");
+    h.ack(100 * MS, &[(0, 1)]); // srtt 100, rttvar 50: RTO 300 ms
+    assert_eq!(h.s.next_timeout(), None, "§5.2: nothing outstanding, no timer");
+    h.send(100 * MS, 2);
+    let first = 100 * MS + 300 * MS;
+    assert_eq!(h.s.next_timeout(), Some(first));
+    h.s.on_timeout(first - 1);
+    assert_eq!(h.s.stats.rto_count, 0);
+    h.s.on_timeout(first);
+    assert_eq!(h.s.stats.rto_count, 1);
+    // §5.4/5.5: every outstanding packet is presumed lost; the controller hears of them before
+    // the timeout itself, and the timer is re-armed at twice the timeout.
+    let heard = h.heard();
+    let n = heard.len();
+    assert!(matches!(&heard[n - 2], Heard::Lost(l) if *l == vec![(1, LossCause::Rto), (2, LossCause::Rto)]));
+    assert!(matches!(heard[n - 1], Heard::Rto(t) if t == first));
+    assert_eq!((h.s.in_flight(), h.s.ca_state()), (0, CaState::Loss));
+    let second = first + 600 * MS;
+    assert_eq!(h.s.next_timeout(), Some(second));
+    h.send(first, 1); // the retransmission
+    h.s.on_timeout(second);
+    assert_eq!(h.s.next_timeout(), Some(second + 1200 * MS), "doubles again");
+    // §2.3 with Karn's rule (§3) made moot by fresh ids: a new RTT sample recomputes the RTO
+    // from SRTT and RTTVAR, which ends the backoff.
+    let p = h.s.poll_transmit(second).unwrap();
+    h.ack(second + 100 * MS, &[(p.id, p.id + 1)]);
+    h.send(second + 100 * MS, 1);
+    let rtt = h.s.rtt();
+    let rto = rtt.smoothed + 4 * rtt.rttvar;
+    assert!(rto >= 200 * MS);
+    assert_eq!(h.s.next_timeout(), Some(second + 100 * MS + rto));
+}
+
+#[test]
+fn rto_never_goes_below_the_minimum() {
+    // RFC 6298 §2.4 with Linux's 200 ms floor (`min_rto` here): a 10 ms path still waits 200 ms.
+    let mut h = Harness::new(100);
+    h.send(0, 1);
+    h.ack(10 * MS, &[(0, 1)]); // srtt 10 ms, rttvar 5 ms: 30 ms unclamped
+    h.send(10 * MS, 1);
+    assert_eq!(h.s.next_timeout(), Some(10 * MS + 200 * MS));
+    let mut h = Harness::with(100, SenderConfig { min_rto: 50 * MS, ..Default::default() });
+    h.send(0, 1);
+    h.ack(10 * MS, &[(0, 1)]);
+    h.send(10 * MS, 1);
+    assert_eq!(h.s.next_timeout(), Some(10 * MS + 50 * MS), "the floor is the configured one");
+}
+
+#[test]
+fn backoff_doubles_up_to_a_60_s_cap() {
+    // RFC 6298 §5.5 (double on every expiry) and §2.5 (a maximum MAY be placed on RTO provided
+    // it is at least 60 s).
+    let mut h = Harness::new(100);
+    h.send(0, 1);
+    h.ack(100 * MS, &[(0, 1)]); // RTO 300 ms
+    h.send(100 * MS, 1);
+    let mut now = 100 * MS;
+    let mut waits = Vec::new();
+    for _ in 0..10 {
+        let t = h.s.next_timeout().unwrap();
+        waits.push((t - now) / MS);
+        now = t;
+        h.s.on_timeout(now);
+        h.send(now, 1); // the retransmission, which does not restart the running timer
+    }
+    assert_eq!(waits, vec![300, 600, 1200, 2400, 4800, 9600, 19_200, 38_400, 60_000, 60_000]);
+    assert_eq!(h.s.stats.rto_count, 10);
+}
+
+#[test]
+fn an_ack_restarts_the_rto_for_what_remains() {
+    // RFC 6298 §5.3: when an ACK acknowledges new data, restart the timer.
+    let mut h = Harness::new(100);
+    h.send(0, 3);
+    h.ack(100 * MS, &[(0, 1)]);
+    assert_eq!(h.s.next_timeout(), Some(100 * MS + 300 * MS));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Recovery epochs.
+
+#[test]
+fn one_congestion_event_per_recovery_epoch() {
+    // RFC 9002 §7.3.2 (and RFC 6582's NewReno recovery): losses of packets sent before the
+    // current recovery period began do not start a new one; recovery ends when a packet sent
+    // after it began is acknowledged; a loss of such a packet starts the next epoch.
+    let mut h = Harness::new(100);
+    h.send(0, 10); // ids 0..10
+    h.ack(10 * MS, &[(3, 6)]); // ids 0, 1, 2 lost: one event
+    assert_eq!(h.congestion_events().len(), 1);
+    let ev = h.congestion_events()[0];
+    assert_eq!((ev.now, ev.lost_bytes, ev.largest_lost_send_time), (10 * MS, 3 * MSS, 0));
+    // FlightSize before the losses left it (RFC 5681): 10 sent, 3 acked by this ACK.
+    assert_eq!((ev.prior_in_flight, ev.in_flight), (10 * MSS, 4 * MSS));
+    assert_eq!(h.s.ca_state(), CaState::Recovery);
+    h.ack(11 * MS, &[(7, 10), (3, 6)]); // id 6 lost too (9 − 6 = 3), sent before recovery began
+    assert!(h.losses().contains(&(6, LossCause::PacketThreshold)));
+    assert_eq!(h.congestion_events().len(), 1, "same epoch");
+    assert_eq!(h.s.stats.congestion_events, 1);
+    // Packets sent after the epoch began; acking one ends recovery.
+    let ids = h.send(12 * MS, 5); // ids 10..15 (4 retransmissions and one new)
+    assert_eq!(ids, vec![10, 11, 12, 13, 14]);
+    h.ack(20 * MS, &[(10, 11), (3, 10)]);
+    assert_eq!(h.s.ca_state(), CaState::Open);
+    assert!(h.heard().iter().any(|e| matches!(e, Heard::RecoveryExit(t) if *t == 20 * MS)));
+    // A loss of a packet sent after the first epoch began opens a second one.
+    h.ack(21 * MS, &[(12, 15), (10, 11)]); // id 11: 14 − 11 = 3
+    assert!(h.losses().contains(&(11, LossCause::PacketThreshold)));
+    assert_eq!(h.congestion_events().len(), 2);
+    assert_eq!(h.s.ca_state(), CaState::Recovery);
+}
+
+#[test]
+fn the_ack_event_reports_recovery_from_the_ack_after_the_loss() {
+    // The controller's interface (cclab_cc::types::CaState, Linux's tcp_ca_state): the ACK
+    // that reveals the loss still reports Open; the congestion event follows it.
+    let mut h = Harness::new(100);
+    h.send(0, 6);
+    h.ack(10 * MS, &[(3, 4)]);
+    h.ack(11 * MS, &[(3, 5)]);
+    let acks = h.acks();
+    assert!(matches!(acks[0], Heard::Ack { ca_state: CaState::Open, .. }));
+    assert!(matches!(acks[1], Heard::Ack { ca_state: CaState::Recovery, .. }));
+    let heard = h.heard();
+    assert!(matches!(heard[1], Heard::Congestion(_)), "the event right after the ACK that found it");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Delivery-rate sampler and rounds.
+
+/// A path of fixed RTT with no loss, driven in 1 µs-resolution steps: packets leave whenever
+/// the sender allows, each is acked alone `rtt` later.
+fn run_ack_clock(h: &mut Harness, rtt: Time, until: Time, step: Time) {
+    let mut pending: std::collections::VecDeque<(Time, u64)> = Default::default();
+    let mut now = 0;
+    while now <= until {
+        while pending.front().is_some_and(|&(t, _)| t <= now) {
+            let (_, id) = pending.pop_front().unwrap();
+            h.ack(now, &[(id, id + 1)]);
+        }
+        while let Some(p) = h.s.poll_transmit(now) {
+            pending.push_back((now + rtt, p.id));
+        }
+        now += step;
+    }
+}
+
+#[test]
+fn a_steady_ack_clock_samples_the_sending_rate() {
+    // draft-cheng-iccrg-delivery-rate-estimation ("upon receiving an ACK"): delivery_rate =
+    // data delivered over max(send_elapsed, ack_elapsed); paced at one packet per ms over a 50 ms path, every
+    // sample after the first round is exactly one MSS per ms.
+    let mut h = Harness::new(1000);
+    h.cc.lock().unwrap().pacing = Some(MSS as f64 * 1000.0);
+    run_ack_clock(&mut h, 50 * MS, 500 * MS, 100 * US);
+    let mut samples = 0;
+    for a in h.acks() {
+        let Heard::Ack { now, rate, .. } = a else { unreachable!() };
+        if now < 120 * MS {
+            continue;
+        }
+        let r = rate.expect("a valid sample on every ACK of a steady flow");
+        assert_eq!(r.interval, 50 * MS);
+        assert_eq!(r.delivered, 50 * MSS);
+        assert!((r.delivery_rate - MSS as f64 * 1000.0).abs() < 1e-6, "{}", r.delivery_rate);
+        assert!(!r.is_app_limited);
+        samples += 1;
+    }
+    assert!(samples > 300, "{samples}");
+}
+
+#[test]
+fn one_round_per_window_of_data() {
+    // Reference §0.5 (BBR's packet-timed round, draft-cardwell-iccrg-bbr-congestion-control): a round
+    // ends when a packet sent after the previous round's end is acknowledged. A 10-packet
+    // window over a 100 ms path starts a round on the ACK of ids 0, 10, 20, ...
+    let mut h = Harness::new(10);
+    run_ack_clock(&mut h, 100 * MS, 1000 * MS, 10 * US);
+    let mut starts = Vec::new();
+    for a in h.acks() {
+        let Heard::Ack { acked, round, round_start, .. } = a else { unreachable!() };
+        if round_start {
+            starts.push((acked[0], round));
+        }
+    }
+    let want: Vec<(u64, u64)> = (0..10).map(|k| (10 * k, k + 1)).collect();
+    assert_eq!(starts, want);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pacing, windows.
+
+#[test]
+fn pacing_spaces_packets_by_size_over_rate() {
+    // Earliest-departure-time pacing (Linux fq, RFC 9002 §7.7): each packet delays the next
+    // by its size / rate; idle time earns no credit for a later burst.
+    let mut h = Harness::new(100);
+    h.cc.lock().unwrap().pacing = Some(MSS as f64 * 1000.0); // one full packet per ms
+    h.s.set_app_limit(3 * MSS + MSS / 2);
+    h.send(0, 1);
+    assert!(h.s.poll_transmit(0).is_none());
+    assert_eq!(h.s.next_timeout(), Some(MS));
+    assert!(h.s.poll_transmit(MS - 1).is_none());
+    h.send(MS, 1);
+    // After idling until 10 ms: one packet at once, the next a full gap later, not a burst.
+    h.send(10 * MS, 1);
+    assert!(h.s.poll_transmit(10 * MS).is_none());
+    let p = h.s.poll_transmit(11 * MS).unwrap();
+    assert_eq!(p.len as u64, MSS / 2, "the application's last half packet");
+    // A half packet takes half the time.
+    h.s.set_app_limit(5 * MSS);
+    assert!(h.s.poll_transmit(11 * MS + MS / 2 - 1).is_none());
+    assert!(h.s.poll_transmit(11 * MS + MS / 2).is_some());
+}
+
+#[test]
+fn windowed_controllers_are_paced_at_linux_ratios_when_asked() {
+    // Linux tcp_update_pacing_rate: 200% of cwnd/srtt in slow start, 120% otherwise
+    // (tcp_pacing_ss_ratio, tcp_pacing_ca_ratio), and only once an RTT was measured.
+    let mut h = Harness::with(20, SenderConfig { pace_windowed: true, ..Default::default() });
+    h.cc.lock().unwrap().slow_start = true;
+    assert_eq!(h.send(0, 10).len(), 10, "no RTT yet: no pacing");
+    h.ack(100 * MS, &[(0, 1)]);
+    let gap = |h: &Harness, ratio: f64| {
+        let rate = ratio * (20 * MSS) as f64 / (h.s.rtt().smoothed as f64 / 1e9);
+        (MSS as f64 / rate * 1e9) as Time
+    };
+    assert_eq!(h.s.rtt().smoothed, 100 * MS);
+    h.send(100 * MS, 1);
+    let ss_gap = gap(&h, 2.0);
+    assert_eq!(ss_gap, MSS * SEC / (2 * 20 * MSS * 10), "2·cwnd per 100 ms");
+    assert_eq!(h.s.next_timeout(), Some(100 * MS + ss_gap));
+    assert!(h.s.poll_transmit(100 * MS + ss_gap - 1).is_none());
+    h.cc.lock().unwrap().slow_start = false;
+    h.send(100 * MS + ss_gap, 1);
+    assert_eq!(h.s.next_timeout(), Some(100 * MS + ss_gap + gap(&h, 1.2)));
+}
+
+#[test]
+fn never_pace_ignores_the_controllers_rate() {
+    let mut h = Harness::with(100, SenderConfig { never_pace: true, ..Default::default() });
+    h.cc.lock().unwrap().pacing = Some(1000.0);
+    assert_eq!(h.send(0, 20).len(), 20);
+}
+
+#[test]
+fn the_receive_window_caps_the_flight_whatever_the_cwnd() {
+    // RFC 5681 §3: "the minimum of cwnd and rwnd governs data transmission".
+    let mut h = Harness::with(100, SenderConfig { rwnd: 5 * MSS, ..Default::default() });
+    assert_eq!(h.send(0, 5).len(), 5);
+    assert!(h.s.poll_transmit(0).is_none());
+    assert_eq!(h.s.in_flight(), 5 * MSS);
+    h.ack(10 * MS, &[(0, 1)]);
+    assert_eq!(h.send(10 * MS, 1).len(), 1);
+    assert!(h.s.poll_transmit(10 * MS).is_none());
+    // And the cwnd still binds when it is the smaller.
+    let mut h = Harness::with(3, SenderConfig { rwnd: 5 * MSS, ..Default::default() });
+    assert_eq!(h.send(0, 3).len(), 3);
+    assert!(h.s.poll_transmit(0).is_none());
+}
+
+#[test]
+fn cwnd_limited_tracking_follows_linux() {
+    // Linux tcp_is_cwnd_limited: in slow start the window counts as used while it is below
+    // twice the largest flight of the last rounds; otherwise when sending stopped on it.
+    let mut h = Harness::new(10);
+    h.send(0, 10);
+    assert!(h.s.poll_transmit(0).is_none(), "blocked by the window");
+    h.ack(100 * MS, &[(0, 1)]);
+    let Heard::Ack { app_limited, .. } = h.acks()[0] else { unreachable!() };
+    assert!(!app_limited, "window-blocked: cwnd-limited");
+    // A sender that only ever has two packets out under a 10-packet window is app-limited.
+    let mut h = Harness::new(10);
+    h.s.set_app_limit(2 * MSS);
+    h.send(0, 2);
+    h.ack(100 * MS, &[(0, 1)]);
+    let Heard::Ack { app_limited, .. } = h.acks()[0] else { unreachable!() };
+    assert!(app_limited);
+    // In slow start, 6 of 10 out is enough (10 < 2·6), 4 is not (10 ≥ 2·4).
+    for (out, limited) in [(6, true), (4, false)] {
+        let mut h = Harness::new(10);
+        h.cc.lock().unwrap().slow_start = true;
+        h.s.set_app_limit(out * MSS);
+        h.send(0, out as usize);
+        h.ack(100 * MS, &[(0, 1)]);
+        let Heard::Ack { app_limited, .. } = h.acks()[0] else { unreachable!() };
+        assert_eq!(!app_limited, limited, "{out} out of 10");
+    }
+}
+
+#[test]
+fn rate_samples_of_app_limited_data_say_so() {
+    // Rate-sampler draft ("detecting application-limited phases"; Linux
+    // tcp_rate_check_app_limited): once the application runs
+    // out of data with room in the window, packets sent before that much data is delivered
+    // are marked application-limited, and so are the samples they produce.
+    let mut h = Harness::new(10);
+    h.s.set_app_limit(2 * MSS);
+    h.send(0, 2); // the second one empties the application's data: the bubble ends at 2 MSS
+    h.ack(50 * MS, &[(0, 1)]);
+    h.s.set_app_limit(u64::MAX);
+    let ids = h.send(50 * MS, 9); // sent inside the bubble
+    h.ack(60 * MS, &[(0, 2)]);
+    h.ack(100 * MS, &[(ids[0], ids[0] + 1)]); // delivered passes 2 MSS: the bubble is over
+    let late = h.send(100 * MS, 1)[0];
+    h.ack(150 * MS, &[(ids[0], late + 1)]);
+    let flags: Vec<bool> = h
+        .acks()
+        .iter()
+        .map(|a| match a {
+            Heard::Ack { rate, .. } => rate.expect("valid sample").is_app_limited,
+            _ => unreachable!(),
+        })
+        .collect();
+    assert_eq!(flags, vec![false, false, true, false]);
+}
