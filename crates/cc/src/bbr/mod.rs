@@ -399,7 +399,11 @@ impl CongestionControl for Bbr {
         self.packet_conservation = true;
         self.next_rtt_delivered = self.delivered;
         let in_flight = self.pkts(ev.in_flight);
-        self.cwnd = in_flight + acked;
+        // Linux sets this window on the first ACK in recovery, when the retransmission is
+        // already in flight, so it is never 0 there; a loss found by the loss timer with
+        // nothing else in flight reaches here with an empty flight. One packet is Linux's floor
+        // for a loss-reduced window (bbr_set_cwnd_to_recover_or_restore).
+        self.cwnd = (in_flight + acked).max(1);
         if self.mode == Mode::ProbeRtt {
             self.cwnd = self.cwnd.min(CWND_MIN_TARGET);
         }

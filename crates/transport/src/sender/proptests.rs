@@ -367,11 +367,7 @@ impl World {
         prop_assert_eq!(s.sent.len() as u64, s.next_id - s.base_id, "{}: tracking deque", scheme);
         prop_assert_eq!(s.stats.packets_sent, s.next_id, "{}: one id per transmission", scheme);
         prop_assert!(s.in_flight <= s.cfg.rwnd, "{}: flight {} over rwnd {}", scheme, s.in_flight, s.cfg.rwnd);
-        // Known issue, reported and frozen below (`bbr_cwnd_is_never_zero_after_a_timer_found_loss`):
-        // BBR's window is 0 from a loss found by the loss timer with nothing else in flight
-        // until the next ACK or timeout. Tolerated only there, so that anything else still fails.
-        let known_bbr_zero = scheme.starts_with("bbr ") && s.ca_state == CaState::Recovery;
-        prop_assert!(s.cc.cwnd() > 0 || known_bbr_zero, "{}: zero cwnd", scheme);
+        prop_assert!(s.cc.cwnd() > 0, "{}: zero cwnd", scheme);
         for (who, rate) in [("controller", s.cc.pacing_rate()), ("sender", s.pacing_rate())] {
             if let Some(r) = rate {
                 prop_assert!(r.is_finite() && r > 0.0, "{}: {} pacing rate {}", scheme, who, r);
@@ -436,33 +432,16 @@ fn spec(scheme: &str) -> FlowSpec {
 
 /// Found by `every_controller_keeps_the_invariants`: all packets but one are acked, the loss
 /// timer then declares that one lost (RACK time threshold) with nothing else in flight, and
-/// BBR's recovery entry sets cwnd = in-flight + acked = 0 packets. Linux sets that window on
+/// BBR's recovery entry set cwnd = in-flight + acked = 0 packets. Linux sets that window on
 /// the first ACK in recovery, when the retransmission is already in flight (and
-/// `bbr_set_cwnd_to_recover_or_restore` floors a loss-reduced window at 1). Reported to the
-/// lead; ignored until the fix is decided, because it may move the golden digests.
+/// `bbr_set_cwnd_to_recover_or_restore` floors a loss-reduced window at 1): fixed to match.
 #[test]
-#[ignore = "known BBR issue (zero cwnd after a timer-found loss with an empty flight), awaiting the lead's decision"]
 fn bbr_cwnd_is_never_zero_after_a_timer_found_loss() {
     let mut w = bbr_timer_loss_with_empty_flight();
     assert!(w.s.cc.cwnd() >= MSS, "cwnd {} after the loss timer", w.s.cc.cwnd());
-    w.check("bbr, without the exception").unwrap();
-}
-
-/// The same case as it behaves today: the window reads 0, but the sender's `can_send` lets one
-/// packet out on an empty flight, so the flow does not stall, and the next ACK restores it.
-#[test]
-fn bbr_zero_cwnd_after_a_timer_found_loss_does_not_stall_the_flow() {
-    let mut w = bbr_timer_loss_with_empty_flight();
-    assert_eq!(w.s.cc.cwnd(), 0, "if this fails, the issue is fixed: un-ignore the test above");
+    w.check("bbr").unwrap();
     let p = w.s.poll_transmit(w.now).expect("the retransmission leaves");
     assert!(p.retransmission);
-    w.fwd.push_back(p);
-    assert!(w.s.poll_transmit(w.now).is_none(), "but only one");
-    w.apply(&Op::Advance(68_000));
-    w.apply(&Op::Deliver { n: 1, drop: 0 });
-    w.apply(&Op::Acks(1));
-    assert!(w.s.cc.cwnd() >= MSS);
-    w.check("bbr {}").unwrap();
 }
 
 /// Seven packets out in one flight (rwnd 7, unpaced), the fifth dropped, the rest acked 68 ms
