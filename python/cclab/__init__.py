@@ -8,6 +8,12 @@ See `cclab.run`, `cclab.validate` and `cclab.RunResult`; the `cclab` command wra
 Experiments, reports and the archive: `cclab.run_experiment`, `cclab.write_report`,
 `cclab.runs` / `cclab.experiments` (the archive's index as DataFrames), `cclab.import_pantheon`,
 `cclab.import_mahimahi` and `cclab.analyze_packets` (the metrics of any packet log).
+
+The package owns everything user-facing: the API, the CLI (`cli/`, one module per command),
+the engine descriptors (`engines`), the one batch runner (`batch`) that experiments,
+reproductions and comparisons feed with plans, the archive and its index, reports and importers.
+It computes no metric and declares no result column, unit or code of its own: those come from
+`cclab._core` (the Rust core), which it must not bypass by reading packets itself.
 """
 
 from cclab._core import __version__

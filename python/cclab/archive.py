@@ -89,10 +89,11 @@ def _meta(result: RunResult, command: list[str] | None, files: list[str]) -> dic
 
 
 def _write_packets(columns: dict[str, Any], path: Path) -> None:
-    """The packet log straight from the core's numpy columns (no DataFrame in between)."""
+    """The packet log straight from the core's numpy columns (no DataFrame in between); a
+    coded column (one the core hands over with its `<name>_names`) becomes a dictionary."""
     arrays = {}
     for key, values in columns.items():
-        if key in ("kind", "fate"):
+        if f"{key}_names" in columns:
             names = pa.array(columns[f"{key}_names"], type=pa.string())
             arrays[key] = pa.DictionaryArray.from_arrays(pa.array(values), names)
         elif not key.endswith("_names"):

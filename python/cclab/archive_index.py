@@ -39,6 +39,7 @@ import duckdb
 import pandas as pd
 import pyarrow as pa
 
+from cclab import _core
 from cclab.archive import META_FILE, runs_root
 from cclab.archive_lookup import experiment_runs
 from cclab.experiment_dir import EXPERIMENT_FILE
@@ -46,7 +47,7 @@ from cclab.scenario_values import duration_ms, rate_mbps
 
 INDEX_FILE = "index.duckdb"
 #: Bumped whenever the tables change shape; an index of another version is rebuilt.
-INDEX_VERSION = 3
+INDEX_VERSION = 4
 SUMMARY_FILE = "summary.parquet"
 SCENARIO_FILE = "scenario.toml"
 
@@ -100,22 +101,18 @@ _RUNS = [
     ("host", "VARCHAR", "json_extract_string(m.j, '$.host')"),
 ]
 #: The `flows` table: each run's per-flow rows of `summary.parquet`.
-FLOW_SCHEMA = [
-    ("run_id", "VARCHAR"),
-    ("flow", "INTEGER"),
-    ("scheme", "VARCHAR"),
-    ("throughput_mbps", "DOUBLE"),
-    ("delay_p95_ms", "DOUBLE"),
-    ("queueing_p95_ms", "DOUBLE"),
-    ("delay_mean_ms", "DOUBLE"),
-    ("delay_min_ms", "DOUBLE"),
-    ("loss", "DOUBLE"),
-    ("packets_sent", "BIGINT"),
-    ("packets_delivered", "BIGINT"),
-    ("packets_dropped", "BIGINT"),
-    ("bytes_sent", "BIGINT"),
-    ("bytes_delivered", "BIGINT"),
-    ("retransmissions", "BIGINT"),
+#: The column types of the core's schema (`_core.SCHEMA`) in DuckDB.
+_DUCKDB_TYPES = {
+    "uint8": "UTINYINT",
+    "uint32": "UINTEGER",
+    "uint64": "UBIGINT",
+    "int64": "BIGINT",
+    "float64": "DOUBLE",
+    "bool": "BOOLEAN",
+    "str": "VARCHAR",
+}
+FLOW_SCHEMA = [("run_id", "VARCHAR")] + [
+    (name, _DUCKDB_TYPES[dtype]) for name, dtype, _unit, _doc in _core.SCHEMA["summary"]
 ]
 #: The `experiments` table, like `_RUNS`: `d` is the directory, `e.j` its experiment.json and
 #: `r` the count of its runs' records and of those not "ok".

@@ -1,5 +1,8 @@
 //! Congestion controllers behind one interface ([`CongestionControl`]), and the registry that
 //! builds them from scenario files.
+//!
+//! Owns the algorithms and their options; a controller is pure (time and randomness are handed
+//! in). Must not import: the transport, the engines or the bindings — only `cclab-core`.
 
 pub mod agent;
 pub mod bbr;

@@ -1,6 +1,9 @@
 //! cclab's shared core: scenario files, units, packet records, the metrics kernels that
 //! both engines feed, and the result schema (`schema`: every result table's columns, declared
-//! once, and their conversion to columns).
+//! once, and their conversion to columns), time and its units (`time`), and the one RNG with its
+//! stream numbering (`rng`).
+//!
+//! Must not import any other cclab crate: everything else builds on this one.
 
 pub mod rng;
 pub mod scenario;

@@ -2,6 +2,9 @@
 //! with results handed to Python as numpy columns, and the result schema, codes and unit
 //! parsers the Python package reads instead of re-declaring them. Everything user-facing (the `cclab.run`
 //! API, DataFrames, the archive, the CLI) lives in the Python package on top of this.
+//!
+//! May import every crate; nothing imports it. Every table crosses to Python through one
+//! function (`output::columns`), never a per-column list.
 
 mod analyze;
 mod emu;

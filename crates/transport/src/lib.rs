@@ -8,6 +8,9 @@
 //! estimation (RFC 6298), loss detection by packet threshold (dupthresh 3) and time threshold
 //! (RACK's 9/8·RTT), the retransmission timer with backoff, recovery epochs, the delivery-rate
 //! sampler, the packet-timed round counter, cwnd-limited tracking and pacing.
+//!
+//! Must not import: the engines (`cclab-engine`, `cclab-sim`, `cclab-emu`) or the bindings;
+//! only `cclab-core` and `cclab-cc`.
 
 mod receiver;
 mod rtt;
