@@ -475,3 +475,38 @@ pub fn simulate(
     let out = sim.sinks.finish(&plan, events, wall.elapsed().as_secs_f64());
     Ok((out, sim.cc_trace))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cclab_core::Rng;
+
+    /// The heap pops exactly the sorted order of (t, seq) under interleaved pushes and pops,
+    /// with many equal times, as the simulator's determinism relies on.
+    #[test]
+    fn event_heap_pops_in_time_then_schedule_order() {
+        let mut rng = Rng::new(42);
+        let mut heap = EventHeap::default();
+        let mut reference: Vec<(Time, u64)> = Vec::new();
+        let mut popped = Vec::new();
+        let mut expected = Vec::new();
+        for seq in 0..5000u64 {
+            let e = Entry { t: rng.below(50), seq, ev: Ev::Link };
+            heap.push(e);
+            reference.push((e.t, e.seq));
+            if rng.below(3) == 0 {
+                reference.sort_unstable_by(|a, b| b.cmp(a));
+                expected.push(reference.pop().expect("pushed"));
+                let got = heap.pop().expect("non-empty");
+                popped.push((got.t, got.seq));
+            }
+        }
+        reference.sort_unstable_by(|a, b| b.cmp(a));
+        while let Some(e) = heap.pop() {
+            popped.push((e.t, e.seq));
+            expected.push(reference.pop().expect("same length"));
+        }
+        assert!(reference.is_empty());
+        assert_eq!(popped, expected);
+    }
+}
