@@ -183,3 +183,10 @@ def test_a_damaged_directory_leaves_the_others_listed(archive):
     (archive / "no-summary" / "summary.parquet").unlink()
     assert set(runs()["run_id"]) == {"cubic-12", "cubic-46", "newreno-46"}
     assert len(runs(sql="SELECT * FROM flows")) == 3
+
+
+def test_sql_from_the_command_line_cannot_drop_a_table(archive, cli):
+    code, _, stderr = cli("runs", "--sql", "DROP TABLE runs")
+    assert code == 2 and "read-only" in stderr
+    code, stdout, _ = cli("runs", "--sql", "SELECT count(*) AS n FROM runs", "--csv")
+    assert (code, stdout.split()) == (0, ["n", "3"])

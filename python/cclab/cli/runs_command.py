@@ -10,12 +10,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from rich import box
-from rich.console import Console
 from rich.table import Table
 
 from cclab.archive import RUNS_ENV, runs_root
 from cclab.archive_index import LISTING_COLUMNS, IndexQueryError, experiments, runs
-from cclab.cli.common import CommandError
+from cclab.cli.common import CommandError, make_console
 
 #: What `cclab runs --experiments` shows.
 EXPERIMENT_LISTING = ["experiment", "kind", "engine", "schemes", "runs", "failed", "started_at"]
@@ -99,7 +98,7 @@ def execute(args: argparse.Namespace) -> int:
     if args.csv:
         frame.to_csv(sys.stdout, index=False)
         return 0
-    console = Console()
+    console = make_console()
     shown = frame
     if not args.sql:
         listed = EXPERIMENT_LISTING if args.experiments else LISTING_COLUMNS
