@@ -57,12 +57,24 @@ def test_mistyped_subcommand_message(capsys) -> None:
 
 def test_piped_output_is_neither_wrapped_nor_cut(write_scenario, tmp_path: Path) -> None:
     assert make_console().width == UNWRAPPED_WIDTH  # pytest captures stdout: not a terminal
-    out = tmp_path / ("a-run-directory-with-a-name-long-enough-to-need-more-than-80-columns" * 2)
-    child = cclab_process("run", write_scenario(SMALL), "--out", out)
-    stdout, stderr = child.communicate(timeout=120)
-    assert child.returncode == 0, stderr
-    assert f"run directory: {out}\n" in stdout
-    assert "…" not in stdout and "\x1b[" not in stdout
+    # Each "done" line of these schemes is longer than the 80 columns rich assumes off a
+    # terminal; a log must still get each whole on one line.
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    args = ["experiment", write_scenario(SMALL), "--schemes", "pcc-allegro,pcc-vivace"]
+    done = subprocess.run(
+        [sys.executable, "-m", "cclab", *map(str, args), "--runs", "1", "--out", tmp_path / "x"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    finished = [line for line in done.stderr.splitlines() if line.startswith("done")]
+    assert len(finished) == 2 and all(line.endswith(" s)") for line in finished), done.stderr
+    assert max(map(len, finished)) > 80
+    assert "…" not in done.stdout + done.stderr and "\x1b[" not in done.stdout
 
 
 def test_a_reader_that_closes_the_pipe_early_ends_it_quietly() -> None:
@@ -127,3 +139,17 @@ def test_run_experiment_from_a_script_without_a_main_guard(write_scenario, tmp_p
         check=False,
     )
     assert done.returncode == 0 and done.stdout.count("made") == 1, done.stderr
+
+
+def test_keyword_overrides_reach_into_lists() -> None:
+    import cclab
+    from conftest import SMALL_DICT
+
+    filled = cclab.validate(SMALL_DICT, flows__0__scheme="bbr")
+    assert 'scheme = "bbr"' in filled
+    try:
+        cclab.validate(SMALL_DICT, flows__1__scheme="bbr")
+    except cclab.ScenarioError as e:
+        assert "`flows` has 1 entry (index 0); index 1 is out of range" in str(e)
+    else:
+        raise AssertionError("an index past the end must be an error")
