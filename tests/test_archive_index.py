@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 import cclab
+from cclab.archive import make_staging_dir
 from cclab.archive_index import INDEX_FILE, IndexQueryError, experiments, runs
 from cclab.experiment import run_experiment
 
@@ -183,3 +187,24 @@ def test_a_damaged_directory_leaves_the_others_listed(archive):
     (archive / "no-summary" / "summary.parquet").unlink()
     assert set(runs()["run_id"]) == {"cubic-12", "cubic-46", "newreno-46"}
     assert len(runs(sql="SELECT * FROM flows")) == 3
+
+
+def test_sql_from_the_command_line_cannot_drop_a_table(archive, cli):
+    code, _, stderr = cli("runs", "--sql", "DROP TABLE runs")
+    assert code == 2 and "read-only" in stderr
+    code, stdout, _ = cli("runs", "--sql", "SELECT count(*) AS n FROM runs", "--csv")
+    assert (code, stdout.split()) == (0, ["n", "3"])
+
+
+def test_gc_removes_a_dead_writers_partial_dir_but_not_a_live_ones(archive, cli):
+    # A writer that has exited (its pid is free) and this live test process.
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    dead = make_staging_dir(archive / "killed-run")
+    dead = dead.rename(dead.with_name(dead.name.replace(f".{os.getpid()}.", f".{gone.pid}.")))
+    (dead / "summary.parquet").write_bytes(b"half")
+    live = make_staging_dir(archive / "running-run")
+    code, _, stderr = cli("runs", "--gc")
+    assert code == 0 and "1 removed, 1 kept" in stderr
+    assert not dead.exists() and live.exists()
+    assert len(runs()) == 3  # finished runs are never touched

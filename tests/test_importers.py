@@ -255,8 +255,10 @@ def test_mahimahi_import(tmp_path, cli):
     log = tmp_path / "uplink.log"
     log.write_text(MAHIMAHI_LOG)
     out = tmp_path / "mm-run"
-    code, _, stderr = cli("import", "mahimahi", log, "--scheme", "cubic", "--out", out)
+    code, stdout, stderr = cli("import", "mahimahi", log, "--scheme", "cubic", "--out", out)
     assert code == 0, stderr
+    # The summary table `cclab run` and `cclab experiment` print, so an import reads the same.
+    assert "mean ± sd over runs" in stdout and "cubic" in stdout
     meta = json.loads((out / "meta.json").read_text())
     assert meta["complete"] is True
     assert meta["engine"] == "import:mahimahi"

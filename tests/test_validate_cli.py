@@ -69,8 +69,8 @@ def test_overrides_are_validated_too(cli, write_scenario) -> None:
     path = write_scenario(SMALL)
     code, _, err = cli("validate", path, "--set", "link.rate=fast")
     assert code == 1
-    assert "field `link.rate`" in err
-    assert "fast" in err
+    # Issue 9: an error caused by an override names the `--set`, not the file's line.
+    assert "error: --set link.rate=fast: " in err
 
 
 def test_filled_prints_the_defaults(cli, write_scenario) -> None:

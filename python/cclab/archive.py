@@ -6,6 +6,8 @@ and `meta.json`. Everything is first written into a hidden sibling `.<name>.part
 `meta.json` (with `"complete": true`) is written last, then the directory is renamed into place
 in one step. A run that is killed therefore leaves either nothing or a hidden `.partial-`
 directory without a complete `meta.json`, never something that looks like a finished run.
+The staging name carries the writer's host and process id (`.<name>.partial-<host>.<pid>.<random>`),
+so `collect_partials` (`cclab runs --gc`) can remove those whose process is gone.
 """
 
 from __future__ import annotations
@@ -127,7 +129,7 @@ def write_run_dir(result: RunResult, target: Path, *, command: list[str] | None 
     if target.exists():
         raise FileExistsError(f"{target} already exists; choose another output directory")
     target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.partial-", dir=target.parent))
+    staging = make_staging_dir(target)
     try:
         staging.chmod(0o777 & ~_umask())  # mkdtemp makes it private; a run dir is not
         _write_contents(result, staging, command)
@@ -136,6 +138,67 @@ def write_run_dir(result: RunResult, target: Path, *, command: list[str] | None 
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return target
+
+
+#: What names a hidden staging directory, and the host and process id of its writer.
+PARTIAL_MARK = ".partial-"
+_PARTIAL_NAME = re.compile(
+    r"^\.(?P<name>.+)\.partial-(?:(?P<host>[A-Za-z0-9-]+)\.(?P<pid>\d+)\.)?[^.]*$"
+)
+
+
+def _host_tag() -> str:
+    """This host's name in a form that parses back out of a directory name."""
+    return re.sub(r"[^A-Za-z0-9-]", "-", socket.gethostname()) or "host"
+
+
+def make_staging_dir(target: Path) -> Path:
+    """A new hidden sibling of `target` to build it in, named for its writer (host and pid)."""
+    prefix = f".{target.name}{PARTIAL_MARK}{_host_tag()}.{os.getpid()}."
+    return Path(tempfile.mkdtemp(prefix=prefix, dir=target.parent))
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, another user's
+        return True
+    return True
+
+
+def abandoned_partial(directory: Path) -> bool:
+    """Whether `directory` is a staging directory whose writer is gone: written on this host by
+    a process that no longer runs. One from another host, or of the older unnamed form, is
+    never judged (its writer cannot be checked from here)."""
+    found = _PARTIAL_NAME.match(directory.name)
+    if not found or found["pid"] is None or found["host"] != _host_tag():
+        return False
+    return not _pid_alive(int(found["pid"]))
+
+
+def collect_partials(root: Path) -> tuple[list[Path], list[Path]]:
+    """Removes the abandoned staging directories under the archive `root` (a killed run or
+    experiment leaves one). Returns (removed, kept): kept are staging directories still being
+    written, or whose writer cannot be checked from this host."""
+    removed: list[Path] = []
+    kept: list[Path] = []
+    for folder, subdirs, files in os.walk(root):
+        if META_FILE in files:
+            subdirs.clear()  # a finished run holds no staging directories
+            continue
+        for sub in list(subdirs):
+            if PARTIAL_MARK not in sub or not sub.startswith("."):
+                continue
+            subdirs.remove(sub)  # nothing inside a staging directory is the archive's
+            path = Path(folder) / sub
+            if abandoned_partial(path):
+                shutil.rmtree(path, ignore_errors=True)
+                removed.append(path)
+            else:
+                kept.append(path)
+    return removed, kept
 
 
 def _umask() -> int:

@@ -21,11 +21,15 @@ import multiprocessing
 import os
 import queue
 import random
+import signal
+import sys
 import time
 import tomllib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
+from multiprocessing.managers import SyncManager
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -301,7 +305,10 @@ def _drain(events: Any, by_order: Mapping[int, BatchRun], observer: Observer) ->
 
 class LocalPoolExecutor:
     """`workers` fresh worker processes on this machine. Tasks are submitted in plan order and
-    a pool takes work first in, first out, so the plan's order is the order runs start."""
+    a pool takes work first in, first out, so the plan's order is the order runs start.
+
+    Ctrl-C reaches the parent only (the workers ignore SIGINT), which then kills the workers at
+    once rather than letting each finish or fail its task one by one."""
 
     def __init__(self, workers: int) -> None:
         self.workers = workers
@@ -312,10 +319,17 @@ class LocalPoolExecutor:
         context = multiprocessing.get_context("spawn")  # no fork of a process that has threads
         by_order = {t.planned.order: t.planned for t in tasks}
         outcomes: list[RunOutcome] = []
-        with context.Manager() as manager:
+        manager = SyncManager(ctx=context)
+        with _children_skip_main():
+            manager.start(_ignore_interrupts)
+        with manager:
             events = manager.Queue()
-            with cf.ProcessPoolExecutor(max_workers=self.workers, mp_context=context) as pool:
-                futures = {pool.submit(execute, task, events): task for task in tasks}
+            with cf.ProcessPoolExecutor(
+                max_workers=self.workers, mp_context=context, initializer=_ignore_interrupts
+            ) as pool:
+                # Workers start on submit: all of them here, while the main script is hidden.
+                with _children_skip_main():
+                    futures = {pool.submit(execute, task, events): task for task in tasks}
                 submitted_at = time.perf_counter()
                 pending = set(futures)
                 try:
@@ -333,9 +347,48 @@ class LocalPoolExecutor:
                             observer.finished(outcome)
                             outcomes.append(outcome)
                 except BaseException:
-                    pool.shutdown(wait=True, cancel_futures=True)
+                    _stop_workers(pool)
                     raise
         return outcomes
+
+
+def _ignore_interrupts() -> None:
+    """In a pool's worker and manager processes: Ctrl-C is the parent's to handle."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _stop_workers(pool: cf.ProcessPoolExecutor) -> None:
+    """Kills a pool's workers mid-task and drops the queued tasks."""
+    terminate = getattr(pool, "terminate_workers", None)  # Python 3.14 says it in public
+    if terminate is not None:
+        terminate()
+        return
+    for process in list((pool._processes or {}).values()):
+        process.terminate()
+    pool.shutdown(wait=False, cancel_futures=True)
+
+
+@contextmanager
+def _children_skip_main() -> Iterator[None]:
+    """Spawned processes re-run the main script unless it hides. They need nothing from it (a
+    task is cclab's own code and data), and re-running it breaks a script without an
+    `if __name__ == "__main__":` guard (it would start an experiment in every worker) and a
+    script read from standard input (there is no file to re-run)."""
+    main = sys.modules.get("__main__")
+    if main is None:
+        yield
+        return
+    saved = dict(main.__dict__)
+    main.__dict__.pop("__file__", None)
+    main.__spec__ = None  # spawn reads it unguarded
+    try:
+        yield
+    finally:
+        for key in ("__file__", "__spec__"):
+            if key in saved:
+                main.__dict__[key] = saved[key]
+            else:
+                main.__dict__.pop(key, None)
 
 
 def default_executor(specs: Sequence[RunSpec], jobs: int | None = None) -> Executor:

@@ -4,9 +4,10 @@ Pantheon importer).
 
 An experiment directory holds `experiment.json`, the base `scenario.toml` and its runs as
 ordinary run directories under `runs/` (each one written atomically by `cclab.archive`). The
-whole experiment is first built in a hidden sibling `.<name>.partial-<random>`; `experiment.json`
-(with `"complete": true`) is written last and the directory is then renamed into place, so an
-experiment that is interrupted leaves only a hidden directory that the index never lists.
+whole experiment is first built in a hidden sibling named for its writer (see
+`archive.make_staging_dir`); `experiment.json` (with `"complete": true`) is written last
+and the directory is then renamed into place, so an experiment that is interrupted leaves
+only a hidden directory that the index never lists (and `cclab runs --gc` removes).
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ import platform
 import re
 import shutil
 import socket
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from cclab._core import __version__
-from cclab.archive import runs_root
+from cclab.archive import make_staging_dir, runs_root
 
 EXPERIMENT_FILE = "experiment.json"
 RUNS_SUBDIR = "runs"
@@ -75,7 +75,7 @@ def staged_experiment(target: Path, *, replace_empty: bool = False) -> Iterator[
         what = "is not an empty directory" if replace_empty else "already exists"
         raise FileExistsError(f"{target} {what}; choose another output directory")
     target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.partial-", dir=target.parent))
+    staging = make_staging_dir(target)
     try:
         mask = os.umask(0)
         os.umask(mask)

@@ -292,10 +292,26 @@ fn scheme_names() -> Vec<&'static str> {
     SCHEMES.iter().map(|s| s.info.name).collect()
 }
 
+/// The one scheme whose name has `word` as a dash-separated part (`vivace` → `pcc-vivace`):
+/// an edit distance misses a dropped prefix.
+fn contained_in(word: &str, names: &[&'static str]) -> Option<&'static str> {
+    let mut hits = names.iter().filter(|n| n.split('-').any(|part| part.eq_ignore_ascii_case(word)));
+    match (hits.next(), hits.next()) {
+        (Some(n), None) => Some(n),
+        _ => None,
+    }
+}
+
 fn unknown_scheme_message(name: &str) -> String {
     let names = scheme_names();
     let mut msg = format!("unknown scheme `{name}`");
-    if let Some(s) = did_you_mean(name, &names) {
+    if let Some((prefix, _)) = name.split_once(':').filter(|(p, _)| matches!(*p, "kernel" | "wrapper")) {
+        // The emulator's own schemes: the simulator has no kernel or external program to run.
+        msg += &format!(
+            "; `{prefix}:` schemes run only in the emulator (`--engine emu` on the command line, \
+             `engine=\"emu\"` in Python)."
+        );
+    } else if let Some(s) = did_you_mean(name, &names).or_else(|| contained_in(name, &names)) {
         msg += &format!("; did you mean `{s}`?");
     }
     msg += &format!(" Known schemes: {} (`cclab schemes` lists their options)", names.join(", "));
@@ -453,6 +469,11 @@ mod tests {
         assert!(e[0].message.contains("did you mean `cubic`?"), "{}", e[0].message);
         assert!(e[0].message.contains("newreno, cubic, fixed"), "{}", e[0].message);
         // No suggestion for something unrelated, but still the list.
+        // A dropped prefix is found too; the emulator's schemes say which engine runs them.
+        let e = errors("[[flows]]\nscheme = \"vivace\"\n");
+        assert!(e[0].message.contains("did you mean `pcc-vivace`?"), "{}", e[0].message);
+        let e = errors("[[flows]]\nscheme = \"kernel:cubic\"\n");
+        assert!(e[0].message.contains("run only in the emulator (`--engine emu`"), "{}", e[0].message);
         let e = errors("[[flows]]\nscheme = \"zzzzzzzz\"\n");
         assert!(!e[0].message.contains("did you mean"), "{}", e[0].message);
         assert!(e[0].message.contains("Known schemes"));

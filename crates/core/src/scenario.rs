@@ -350,26 +350,188 @@ fn explain_unknown_variant(msg: &str) -> Option<String> {
     Some(out)
 }
 
-/// Merges `overrides` into `base`, table by table; keys may be dotted (`"link.rate"`).
-pub fn merge_overrides(base: &mut toml::Table, overrides: &toml::Table) {
-    for (key, value) in overrides {
-        let mut target = &mut *base;
-        let mut parts: Vec<&str> = key.split('.').collect();
-        let last = parts.pop().unwrap_or_default();
-        for p in parts {
-            let entry = target.entry(p.to_string()).or_insert_with(|| toml::Value::Table(Default::default()));
-            if !entry.is_table() {
-                *entry = toml::Value::Table(Default::default());
-            }
-            target = entry.as_table_mut().expect("just made a table");
+/// What errors name as the file when the offending value came from an override (`--set KEY=VALUE`
+/// on the command line, keyword arguments in Python) rather than from the scenario's text.
+pub const OVERRIDES_FILE: &str = "<overrides>";
+
+/// One step of an override's key path: a table key or a list index.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Step<'a> {
+    Key(&'a str),
+    Index(usize),
+}
+
+/// Splits an override key into steps. A list index is written either way users reach for it:
+/// `flows[0].scheme` (as errors print fields) or `flows.0.scheme` (as Python's `flows__0__scheme`).
+fn override_steps(key: &str) -> Result<Vec<Step<'_>>, String> {
+    let bad =
+        |why: &str| Err(format!("cannot read the key `{key}`: {why}; write e.g. `link.rate` or `flows[0].scheme`"));
+    let mut steps = Vec::new();
+    for part in key.split('.') {
+        let (name, mut rest) = part.split_once('[').map_or((part, ""), |(n, _)| (n, &part[n.len()..]));
+        if name.is_empty() && rest.is_empty() {
+            return bad("an empty part");
         }
-        match (target.get_mut(last), value) {
-            (Some(toml::Value::Table(existing)), toml::Value::Table(new)) => merge_overrides(existing, new),
-            _ => {
-                target.insert(last.to_string(), value.clone());
+        if !name.is_empty() {
+            match name.parse::<usize>() {
+                Ok(i) if name.bytes().all(|b| b.is_ascii_digit()) => steps.push(Step::Index(i)),
+                _ => steps.push(Step::Key(name)),
+            }
+        }
+        while !rest.is_empty() {
+            let Some((index, tail)) = rest.strip_prefix('[').and_then(|r| r.split_once(']')) else {
+                return bad("a `[` without its `]`");
+            };
+            match index.parse::<usize>() {
+                Ok(i) => steps.push(Step::Index(i)),
+                Err(_) => return bad(&format!("`[{index}]` is not a list index")),
+            }
+            rest = tail;
+        }
+    }
+    match steps.first() {
+        Some(Step::Key(_)) => Ok(steps),
+        _ => bad("it must start with a key name"),
+    }
+}
+
+/// The field path as errors print it (`flows[0].scheme`), for either spelling of an override.
+fn canonical_field(steps: &[Step]) -> String {
+    let mut out = String::new();
+    for s in steps {
+        match s {
+            Step::Key(k) if out.is_empty() => out += k,
+            Step::Key(k) => out += &format!(".{k}"),
+            Step::Index(i) => out += &format!("[{i}]"),
+        }
+    }
+    out
+}
+
+/// Merges `overrides` into `base`. Keys may be dotted (`"link.rate"`) and may index a list
+/// (`"flows[0].scheme"` or `"flows.0.scheme"`); a table value merges into the table it
+/// replaces. An index past a list's end, or into something that is not a list, is an error
+/// naming the override.
+pub fn merge_overrides(base: &mut toml::Table, overrides: &toml::Table) -> Result<(), ScenarioErrors> {
+    let errs: Vec<ScenarioError> = overrides
+        .iter()
+        .filter_map(|(key, value)| {
+            let applied = override_steps(key).and_then(|steps| put_in_table(base, &steps, value, &steps));
+            applied.err().map(|message| ScenarioError {
+                file: OVERRIDES_FILE.to_string(),
+                field: key.clone(),
+                line: None,
+                message,
+            })
+        })
+        .collect();
+    if errs.is_empty() {
+        Ok(())
+    } else {
+        Err(ScenarioErrors(errs))
+    }
+}
+
+/// Puts `value` at `steps` (whose first step is a key) below `table`; `all` is the whole path,
+/// for messages.
+fn put_in_table(table: &mut toml::Table, steps: &[Step], value: &toml::Value, all: &[Step]) -> Result<(), String> {
+    let (Step::Key(key), rest) = (steps[0], &steps[1..]) else {
+        unreachable!("put_in_table is called with a key first")
+    };
+    let done = &all[..all.len() - rest.len()];
+    match rest.first() {
+        None => {
+            match (table.get_mut(key), value) {
+                (Some(toml::Value::Table(existing)), toml::Value::Table(new)) => {
+                    for (k, v) in new {
+                        put_in_table(existing, &[Step::Key(k)], v, &[Step::Key(k)])?;
+                    }
+                }
+                _ => {
+                    table.insert(key.to_string(), value.clone());
+                }
+            }
+            Ok(())
+        }
+        Some(Step::Index(_)) => match table.get_mut(key) {
+            Some(slot) => put_in_value(slot, rest, value, all),
+            None => Err(format!("the scenario has no `{}` list to index", canonical_field(done))),
+        },
+        Some(Step::Key(_)) => {
+            let slot = table.entry(key.to_string()).or_insert_with(|| toml::Value::Table(Default::default()));
+            if !slot.is_table() {
+                *slot = toml::Value::Table(Default::default());
+            }
+            put_in_table(slot.as_table_mut().expect("just made a table"), rest, value, all)
+        }
+    }
+}
+
+/// As [`put_in_table`], below a value reached through an index (`steps[0]` is the index).
+fn put_in_value(slot: &mut toml::Value, steps: &[Step], value: &toml::Value, all: &[Step]) -> Result<(), String> {
+    let (Step::Index(i), rest) = (steps[0], &steps[1..]) else {
+        unreachable!("put_in_value is called with an index first")
+    };
+    let list_at = canonical_field(&all[..all.len() - steps.len()]);
+    let toml::Value::Array(items) = slot else {
+        return Err(format!("`{list_at}` is not a list, so `[{i}]` cannot index it"));
+    };
+    let n = items.len();
+    let Some(item) = items.get_mut(i) else {
+        let have = match n {
+            0 => "no entries".to_string(),
+            1 => "1 entry (index 0)".to_string(),
+            _ => format!("{n} entries (indices 0 to {})", n - 1),
+        };
+        return Err(format!("`{list_at}` has {have}; index {i} is out of range"));
+    };
+    match rest.first() {
+        None => {
+            match (item, value) {
+                (toml::Value::Table(existing), toml::Value::Table(new)) => {
+                    for (k, v) in new {
+                        put_in_table(existing, &[Step::Key(k)], v, &[Step::Key(k)])?;
+                    }
+                }
+                (item, _) => *item = value.clone(),
+            }
+            Ok(())
+        }
+        Some(Step::Index(_)) => put_in_value(item, rest, value, all),
+        Some(Step::Key(_)) => match item {
+            toml::Value::Table(t) => put_in_table(t, rest, value, all),
+            _ => Err(format!(
+                "`{}` is not a table, so it has no `{}`",
+                canonical_field(&all[..all.len() - rest.len()]),
+                canonical_field(rest)
+            )),
+        },
+    }
+}
+
+/// Errors about a value an override set name the override (file [`OVERRIDES_FILE`], no line),
+/// not the line of the scenario file it replaced.
+pub fn attribute_to_overrides(mut errs: ScenarioErrors, overrides: &toml::Table) -> ScenarioErrors {
+    let keys: Vec<(String, &String)> =
+        overrides.keys().filter_map(|k| override_steps(k).ok().map(|steps| (canonical_field(&steps), k))).collect();
+    let covers = |over: &str, field: &str| {
+        field.strip_prefix(over).is_some_and(|rest| rest.is_empty() || rest.starts_with(['.', '[']))
+    };
+    for e in &mut errs.0 {
+        if e.file == OVERRIDES_FILE {
+            continue;
+        }
+        let closest = keys.iter().filter(|(c, _)| covers(c, &e.field)).max_by_key(|(c, _)| c.len());
+        if let Some((canonical, key)) = closest {
+            e.file = OVERRIDES_FILE.to_string();
+            e.line = None;
+            if e.field == *canonical {
+                // As the user wrote it, so that the command line can quote its `--set`.
+                e.field = (*key).clone();
             }
         }
     }
+    errs
 }
 
 impl Scenario {
@@ -389,7 +551,7 @@ impl Scenario {
                 message: format!("cannot read the scenario file: {e}"),
             }])
         })?;
-        let mut s = Self::parse_with(&text, &file, overrides)?;
+        let mut s = Self::parse_with(&text, &file, overrides).map_err(|e| attribute_to_overrides(e, overrides))?;
         if let Some(trace) = &s.link.trace {
             if trace.is_relative() {
                 let beside = path.parent().unwrap_or(Path::new(".")).join(trace);
@@ -417,7 +579,7 @@ impl Scenario {
                 message: format!("not valid TOML: {}", e.message()),
             }])
         })?;
-        merge_overrides(&mut table, overrides);
+        merge_overrides(&mut table, overrides)?;
         let scenario: Scenario = serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
             let field = e.path().to_string();
             let field = if field == "." { String::new() } else { field };

@@ -1,6 +1,6 @@
 //! Every way a scenario can be wrong gives an error naming the file, the field, the line and
 //! what would be accepted.
-use cclab_core::scenario::{Leave, Scenario, ScenarioErrors};
+use cclab_core::scenario::{Leave, Scenario, ScenarioErrors, OVERRIDES_FILE};
 use cclab_core::{Dur, QueueSize, Rate};
 
 const GOOD: &str = r#"name = "copa-fairness"
@@ -145,6 +145,61 @@ fn overrides_merge_before_validation() {
     o.insert("link.delay".into(), toml::Value::String("soon".into()));
     let e = Scenario::parse_with(GOOD, "s.toml", &o).unwrap_err();
     assert_eq!(e.0[0].field, "link.delay");
+}
+
+/// `--set flows[0].scheme=bbr` (and the `flows.0.scheme` spelling Python's `flows__0__scheme`
+/// becomes) reach into a list; an index past its end names the override and the list's size.
+#[test]
+fn overrides_index_lists_in_both_spellings() {
+    let two = format!("{GOOD}\n[[flows]]\nscheme = \"bbr\"\n");
+    for key in ["flows[1].scheme", "flows.1.scheme"] {
+        let mut o = toml::Table::new();
+        o.insert(key.into(), toml::Value::String("copa".into()));
+        let s = Scenario::parse_with(&two, "s.toml", &o).unwrap();
+        assert_eq!((s.flows[0].scheme.as_str(), s.flows[1].scheme.as_str()), ("cubic", "copa"), "{key}");
+    }
+    // A whole entry as a table merges into it: the other keys stay.
+    let mut o = toml::Table::new();
+    let mut entry = toml::Table::new();
+    entry.insert("scheme".into(), toml::Value::String("copa".into()));
+    o.insert("flows[0]".into(), toml::Value::Table(entry));
+    let s = Scenario::parse_with(GOOD, "s.toml", &o).unwrap();
+    assert_eq!((s.flows[0].scheme.as_str(), s.flows[0].count), ("copa", 10));
+
+    let mut o = toml::Table::new();
+    o.insert("flows[2].scheme".into(), toml::Value::String("bbr".into()));
+    let e = Scenario::parse_with(&two, "s.toml", &o).unwrap_err();
+    assert_eq!((e.0[0].file.as_str(), e.0[0].field.as_str()), (OVERRIDES_FILE, "flows[2].scheme"));
+    assert!(e.0[0].message.contains("`flows` has 2 entries (indices 0 to 1); index 2 is out of range"), "{e}");
+    for (key, says) in [
+        ("link[0].rate", "`link` is not a list"),
+        ("queues[0].x", "no `queues` list"),
+        ("flows[x].scheme", "`[x]` is not a list index"),
+        ("flows[0.scheme", "without its `]`"),
+    ] {
+        let mut o = toml::Table::new();
+        o.insert(key.into(), toml::Value::Integer(1));
+        let e = Scenario::parse_with(GOOD, "s.toml", &o).unwrap_err();
+        assert!(e.0[0].message.contains(says), "{key}: {e}");
+    }
+}
+
+/// An error about a value an override set names the override, not the line it replaced.
+#[test]
+fn errors_from_an_override_name_it_not_the_file() {
+    let dir = std::env::temp_dir().join(format!("cclab-override-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("s.toml");
+    std::fs::write(&path, GOOD).unwrap();
+    let mut o = toml::Table::new();
+    o.insert("flows.0.leave".into(), toml::Value::String("sideways".into()));
+    let e = Scenario::load_with(&path, &o).unwrap_err();
+    assert_eq!((e.0[0].file.as_str(), e.0[0].field.as_str(), e.0[0].line), (OVERRIDES_FILE, "flows.0.leave", None));
+    // Without the override the same kind of mistake points at the file's line.
+    std::fs::write(&path, GOOD.replace("\"lifo\"", "\"sideways\"")).unwrap();
+    let e = Scenario::load(&path).unwrap_err();
+    assert_eq!((e.0[0].field.as_str(), e.0[0].line), ("flows[0].leave", Some(14)));
+    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]

@@ -34,7 +34,7 @@ pub mod wrapper;
 pub use run::{preflight, run, EmuError, EmuOptions, EmuOutput, EmuStats, FlowEnd};
 pub use scheme::EmuScheme;
 
-use cclab_core::scenario::{Scenario, ScenarioErrors, Source};
+use cclab_core::scenario::{attribute_to_overrides, Scenario, ScenarioErrors, Source};
 use std::path::Path;
 
 /// Reads a scenario file for the emulator: the shared schema and checks, then every flow's
@@ -44,7 +44,8 @@ pub fn load_scenario(path: &Path, overrides: &toml::Table) -> Result<Scenario, S
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let file = path.display().to_string();
     let base = path.parent().unwrap_or(Path::new("."));
-    scheme::resolve(&s, &Source { file: &file, text: &text }, base)?;
+    scheme::resolve(&s, &Source { file: &file, text: &text }, base)
+        .map_err(|e| attribute_to_overrides(e, overrides))?;
     Ok(s)
 }
 

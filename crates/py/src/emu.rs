@@ -3,7 +3,7 @@
 //! own figures (timing error, device drops, per-flow application goodput) added to `stats`.
 
 use crate::{errors, output, overrides, progress, INLINE_FILE};
-use cclab_core::scenario::{merge_overrides, Scenario, ScenarioErrors};
+use cclab_core::scenario::{attribute_to_overrides, merge_overrides, Scenario, ScenarioErrors, OVERRIDES_FILE};
 use cclab_emu::{EmuError, EmuOptions, EmuOutput};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
@@ -18,16 +18,18 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
 /// Reads a scenario as the emulator reads it (kernel and wrapper schemes allowed). Wrapper
 /// paths resolve against the scenario file's folder, or the working directory for a dict.
 fn load(source: &str, is_path: bool, overrides_json: &str) -> Result<(Scenario, PathBuf), ScenarioErrors> {
-    let overrides = overrides::json_to_table(overrides_json, "<overrides>")?;
+    let overrides = overrides::json_to_table(overrides_json, OVERRIDES_FILE)?;
     if is_path {
         let path = Path::new(source);
         let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
         Ok((cclab_emu::load_scenario(path, &overrides)?, base))
     } else {
         let mut table = overrides::json_to_table(source, INLINE_FILE)?;
-        merge_overrides(&mut table, &overrides);
+        merge_overrides(&mut table, &overrides)?;
         let base = std::env::current_dir().unwrap_or_default();
-        Ok((cclab_emu::parse_scenario("", INLINE_FILE, &table, &base)?, base))
+        let s = cclab_emu::parse_scenario("", INLINE_FILE, &table, &base)
+            .map_err(|e| attribute_to_overrides(e, &overrides))?;
+        Ok((s, base))
     }
 }
 

@@ -15,7 +15,7 @@ mod progress;
 mod schema;
 mod schemes;
 
-use cclab_core::scenario::{merge_overrides, Scenario, ScenarioErrors};
+use cclab_core::scenario::{attribute_to_overrides, merge_overrides, Scenario, ScenarioErrors, OVERRIDES_FILE};
 use cclab_engine::RunOptions;
 use cclab_sim::SimError;
 use pyo3::prelude::*;
@@ -28,15 +28,15 @@ const INLINE_FILE: &str = "<scenario dict>";
 /// Reads a scenario from a file (`is_path`) or from the JSON text of a table, merges the JSON
 /// object `overrides_json` (dotted keys allowed) and validates the result.
 fn load(source: &str, is_path: bool, overrides_json: &str) -> Result<Scenario, ScenarioErrors> {
-    let overrides = overrides::json_to_table(overrides_json, "<overrides>")?;
+    let overrides = overrides::json_to_table(overrides_json, OVERRIDES_FILE)?;
     if is_path {
         cclab_sim::load_scenario(Path::new(source), &overrides)
     } else {
         // An inline scenario is the set of keys merged into an empty file, so every key goes
         // through exactly the same schema and checks as a file's (without line numbers).
         let mut table = overrides::json_to_table(source, INLINE_FILE)?;
-        merge_overrides(&mut table, &overrides);
-        cclab_sim::parse_scenario("", INLINE_FILE, &table)
+        merge_overrides(&mut table, &overrides)?;
+        cclab_sim::parse_scenario("", INLINE_FILE, &table).map_err(|e| attribute_to_overrides(e, &overrides))
     }
 }
 
@@ -83,5 +83,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(analyze::analyze, m)?)?;
     schema::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    // What a scenario error names as its file when an override caused it.
+    m.add("OVERRIDES_FILE", OVERRIDES_FILE)?;
     Ok(())
 }

@@ -13,7 +13,7 @@ pub mod engine;
 
 pub use cclab_engine::{CcTrace, RunOptions, RunOutput};
 
-use cclab_core::scenario::{Scenario, ScenarioErrors};
+use cclab_core::scenario::{attribute_to_overrides, Scenario, ScenarioErrors};
 
 #[derive(Debug)]
 pub enum SimError {
@@ -40,7 +40,7 @@ impl std::error::Error for SimError {}
 pub fn load_scenario(path: &std::path::Path, overrides: &toml::Table) -> Result<Scenario, ScenarioErrors> {
     let s = Scenario::load_with(path, overrides)?;
     let text = std::fs::read_to_string(path).unwrap_or_default();
-    check_schemes(&s, &path.display().to_string(), &text)?;
+    check_schemes(&s, &path.display().to_string(), &text).map_err(|e| attribute_to_overrides(e, overrides))?;
     Ok(s)
 }
 

@@ -9,12 +9,11 @@ import math
 import sys
 from pathlib import Path
 
-from rich.console import Console
 from rich.table import Table
 
 from cclab.archive import RUNS_ENV
 from cclab.batch import PlanError
-from cclab.cli.common import CommandError, add_set_argument, overrides_of
+from cclab.cli.common import CommandError, add_set_argument, make_console, overrides_of
 from cclab.cli.progress_bar import ProgressBar
 from cclab.compare import (
     DEFAULT_ENGINES,
@@ -99,7 +98,7 @@ def execute(args: argparse.Namespace) -> int:
         raise CommandError(str(e)) from e
     if args.out is not None and args.out.exists():
         raise CommandError(f"{args.out} already exists; give --out a new directory")
-    stderr = Console(stderr=True)
+    stderr = make_console(stderr=True)
 
     def started(engine: str, scheme: str, k: int, runs: int) -> None:
         stderr.print(f"running {scheme} on {engine} ({k}/{runs})", highlight=False)
@@ -124,5 +123,5 @@ def execute(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result.to_dict(), indent=2))
     else:
-        Console().print(comparison_table(result))
+        make_console().print(comparison_table(result))
     return 0

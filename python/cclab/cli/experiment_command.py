@@ -6,12 +6,17 @@ import argparse
 import sys
 from pathlib import Path
 
-from rich.console import Console
 from rich.table import Table
 
 from cclab.archive import RUNS_ENV
 from cclab.batch import PlanError
-from cclab.cli.common import CommandError, add_set_argument, overrides_of
+from cclab.cli.common import (
+    CommandError,
+    add_jobs_argument,
+    add_set_argument,
+    make_console,
+    overrides_of,
+)
 from cclab.cli.experiment_progress import ExperimentProgress
 from cclab.engines import add_engine_argument
 from cclab.experiment import parse_schemes, run_experiment
@@ -41,12 +46,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--order-seed", type=int, help="seed of the random order (recorded; default: fresh)"
     )
     add_engine_argument(parser)
-    parser.add_argument(
-        "--jobs",
-        type=int,
-        metavar="N",
-        help="parallel runs on local cores (default: one per core; a real-time engine, such "
-        "as the emulator, runs one)",
+    add_jobs_argument(
+        parser, "default: one per core; a real-time engine, such as the emulator, runs one"
     )
     parser.add_argument(
         "--out",
@@ -61,7 +62,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_set_argument(parser)
 
 
-def _summary_table(directory: Path) -> Table:
+def study_summary_table(directory: Path) -> Table:
+    """Each scheme's mean ± sd over the runs of an experiment (or the one run) in `directory`;
+    `cclab import` prints it too."""
     table = Table(title="mean ± sd over runs", title_justify="left", box=None)
     for header in ("scheme", "runs", "throughput Mbit/s", "p95 delay ms", "loss %", "util. %"):
         table.add_column(header, justify="left" if header == "scheme" else "right")
@@ -80,13 +83,11 @@ def _summary_table(directory: Path) -> Table:
 def execute(args: argparse.Namespace) -> int:
     if args.out is not None and args.out.exists():
         raise CommandError(f"{args.out} already exists; give --out a new directory")
-    if args.jobs is not None and args.jobs < 1:
-        raise CommandError(f"--jobs must be at least 1, not {args.jobs}")
     try:
         schemes = parse_schemes(args.schemes)
     except PlanError as e:
         raise CommandError(str(e)) from None
-    stderr = Console(stderr=True)
+    stderr = make_console(stderr=True)
     total = len(schemes) * args.runs
     stderr.print(
         f"experiment: {args.scenario} x {', '.join(schemes)}, {args.runs} run(s) each "
@@ -112,11 +113,11 @@ def execute(args: argparse.Namespace) -> int:
             )
     except PlanError as e:
         raise CommandError(str(e)) from None
-    stdout = Console()
+    stdout = make_console()
     meta = read_experiment(directory) or {}
     failed = [r for r in meta.get("runs", []) if r["status"] != "ok"]
     if len(failed) < total:
-        stdout.print(_summary_table(directory))
+        stdout.print(study_summary_table(directory))
     stdout.print(f"experiment directory: {directory}", highlight=False, soft_wrap=True)
     if failed:
         stderr.print(f"[red]{len(failed)} of {total} runs failed[/]", highlight=False)

@@ -6,9 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from rich.console import Console
-
-from cclab.cli.common import CommandError
+from cclab.cli.common import CommandError, make_console
+from cclab.cli.experiment_command import study_summary_table
 from cclab.importers import LogFormatError, import_mahimahi, import_pantheon
 
 NAME = "import"
@@ -68,5 +67,8 @@ def execute(args: argparse.Namespace) -> int:
     except LogFormatError as e:
         raise CommandError(str(e)) from None
     kind = "run" if args.format == "mahimahi" else "experiment"
-    Console().print(f"imported {kind}: {path}", highlight=False, soft_wrap=True)
+    stdout = make_console()
+    # The table `cclab run` and `cclab experiment` end with, so an import is checked at a glance.
+    stdout.print(study_summary_table(path))
+    stdout.print(f"imported {kind}: {path}", highlight=False, soft_wrap=True)
     return 0

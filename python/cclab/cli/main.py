@@ -9,12 +9,21 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 from typing import Protocol
 
 from cclab import __version__
-from cclab.cli.common import EXIT_ERROR, EXIT_INTERRUPTED, CommandError, print_error
+from cclab.cli.common import (
+    EXIT_BROKEN_PIPE,
+    EXIT_ERROR,
+    EXIT_INTERRUPTED,
+    CommandError,
+    SuggestingParser,
+    print_error,
+    scenario_error_text,
+)
 from cclab.errors import ScenarioError, SimulationError
 
 #: The subcommand modules, in the order `cclab --help` lists them.
@@ -43,7 +52,7 @@ class Command(Protocol):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = SuggestingParser(
         prog="cclab",
         description="cclab: scenarios, simulation and analysis for congestion-control research",
     )
@@ -60,10 +69,18 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return args.execute(args)
+        code: int = args.execute(args)
+        # Written out here, so that a reader gone early is caught below, not at exit.
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError:
+        # `cclab runs --csv | head`: the reader has what it wanted. Quietly, like any filter
+        # killed by SIGPIPE; stdout goes to devnull so the interpreter's last flush is silent.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
     except ScenarioError as e:
         for error in e.errors:
-            print_error(error["text"])
+            print_error(scenario_error_text(error, getattr(args, "overrides", [])))
         return EXIT_ERROR
     except (SimulationError, CommandError) as e:
         print_error(str(e))

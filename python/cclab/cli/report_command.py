@@ -6,10 +6,8 @@ import argparse
 import webbrowser
 from pathlib import Path
 
-from rich.console import Console
-
 from cclab.archive_lookup import LATEST, ArchiveLookupError, resolve
-from cclab.cli.common import CommandError
+from cclab.cli.common import CommandError, make_console
 from cclab.report import REPORT_FILE, NotARunError, write_report
 
 NAME = "report"
@@ -40,7 +38,7 @@ def execute(args: argparse.Namespace) -> int:
         path = write_report(directory, out=args.out, figures_dir=args.figures)
     except (ArchiveLookupError, NotARunError) as e:
         raise CommandError(str(e)) from None
-    console = Console()
+    console = make_console()
     if args.figures is not None:
         console.print(f"figures: {args.figures}/*.png, *.svg", highlight=False, soft_wrap=True)
     console.print(f"report: {path}", highlight=False, soft_wrap=True)

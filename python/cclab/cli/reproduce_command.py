@@ -10,7 +10,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from cclab.cli.common import CommandError
+from cclab.cli.common import CommandError, add_jobs_argument, make_console
 from cclab.reproduce import REPRODUCTIONS, Reproduction, reproduce
 
 NAME = "reproduce"
@@ -31,7 +31,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "(default: a new directory under $CCLAB_RUNS or ./cclab-runs)",
     )
     parser.add_argument("--schemes", metavar="A,B", help="only these schemes (comma-separated)")
-    parser.add_argument("--workers", type=int, default=None, help="parallel runs (default: cores)")
+    add_jobs_argument(parser, "default: one per core")
 
 
 #: Short headers for the printed table (the saved CSV keeps the full column names).
@@ -71,14 +71,14 @@ def print_reproduction(rep: Reproduction, console: Console) -> None:
 
 
 def execute(args: argparse.Namespace) -> int:
-    kwargs: dict[str, Any] = {"out": args.out, "workers": args.workers}
+    kwargs: dict[str, Any] = {"out": args.out, "workers": args.jobs}
     if args.seeds is not None:
         if args.seeds < 1:
             raise CommandError("--seeds must be at least 1")
         kwargs["seeds"] = args.seeds
     if args.schemes:
         kwargs["schemes"] = [s.strip() for s in args.schemes.split(",") if s.strip()]
-    stderr = Console(stderr=True)
+    stderr = make_console(stderr=True)
     stderr.print(f"reproducing {args.name} ...", highlight=False)
 
     def finished(r: dict[str, Any]) -> None:
@@ -96,5 +96,5 @@ def execute(args: argparse.Namespace) -> int:
         rep = reproduce(args.name, progress=finished, command=["cclab", *sys.argv[1:]], **kwargs)
     except ValueError as e:
         raise CommandError(str(e)) from e
-    print_reproduction(rep, Console())
+    print_reproduction(rep, make_console())
     return 0

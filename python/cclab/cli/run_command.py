@@ -6,11 +6,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from rich.console import Console
-
 import cclab
 from cclab.archive import RUNS_ENV, default_run_dir
-from cclab.cli.common import CommandError, add_set_argument, overrides_of
+from cclab.cli.common import CommandError, add_set_argument, make_console, overrides_of
 from cclab.cli.progress_bar import ProgressBar
 from cclab.cli.summary_table import summary_table
 from cclab.engines import add_engine_argument
@@ -39,7 +37,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def execute(args: argparse.Namespace) -> int:
     if args.out is not None and args.out.exists():
         raise CommandError(f"{args.out} already exists; give --out a new directory")
-    stderr = Console(stderr=True)
+    stderr = make_console(stderr=True)
     stderr.print(f"running {args.scenario}", highlight=False)
     with ProgressBar(stderr) as progress:
         result = cclab.run(
@@ -52,7 +50,7 @@ def execute(args: argparse.Namespace) -> int:
         )
     out = args.out or default_run_dir(result.name, result.seed)
     result.save(out, command=["cclab", *sys.argv[1:]])
-    stdout = Console()
+    stdout = make_console()
     stdout.print(summary_table(result))
     stdout.print(f"run directory: {out}", highlight=False, soft_wrap=True)
     return 0

@@ -5,17 +5,17 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 from rich import box
-from rich.console import Console
 from rich.table import Table
 
-from cclab.archive import RUNS_ENV, runs_root
+from cclab.archive import RUNS_ENV, collect_partials, runs_root
 from cclab.archive_index import LISTING_COLUMNS, IndexQueryError, experiments, runs
-from cclab.cli.common import CommandError
+from cclab.cli.common import CommandError, make_console
 
 #: What `cclab runs --experiments` shows.
 EXPERIMENT_LISTING = ["experiment", "kind", "engine", "schemes", "runs", "failed", "started_at"]
@@ -43,6 +43,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--rebuild",
         action="store_true",
         help="delete the index's cache (index.duckdb) and read every directory again first",
+    )
+    parser.add_argument(
+        "--gc",
+        action="store_true",
+        help="remove the hidden .NAME.partial-* directories that killed runs and experiments "
+        "left (those whose process is gone), then list as usual",
     )
     parser.add_argument("--limit", type=int, default=50, help="rows to show (default 50; 0: all)")
     parser.add_argument("--csv", action="store_true", help="print CSV (every column) instead")
@@ -79,10 +85,22 @@ def _table(frame: pd.DataFrame, title: str) -> Table:
     return table
 
 
+def _collect(root: Path) -> None:
+    removed, kept = collect_partials(root)
+    err = make_console(stderr=True)
+    for path in removed:
+        err.print(f"removed abandoned {path}", highlight=False)
+    for path in kept:
+        err.print(f"kept {path} (its writer is running or on another host)", highlight=False)
+    err.print(f"--gc: {len(removed)} removed, {len(kept)} kept", highlight=False)
+
+
 def execute(args: argparse.Namespace) -> int:
     root = args.root or runs_root()
     if args.sql and (args.scheme or args.where or args.experiments):
         raise CommandError("--sql is a whole query; it does not combine with --scheme/--where")
+    if args.gc:
+        _collect(Path(root))
     try:
         if args.experiments:
             frame = experiments(root=root, rebuild=args.rebuild)
@@ -99,7 +117,7 @@ def execute(args: argparse.Namespace) -> int:
     if args.csv:
         frame.to_csv(sys.stdout, index=False)
         return 0
-    console = Console()
+    console = make_console()
     shown = frame
     if not args.sql:
         listed = EXPERIMENT_LISTING if args.experiments else LISTING_COLUMNS

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import argparse
 
-from rich.console import Console
 from rich.table import Table
 
 from cclab import _core
-from cclab.cli.common import CommandError
+from cclab.cli.common import CommandError, make_console
 
 NAME = "schemes"
 HELP = "list the congestion-control schemes and their options"
@@ -26,7 +25,7 @@ def execute(args: argparse.Namespace) -> int:
         raise CommandError(
             f"unknown scheme {', '.join(unknown)}; known: {', '.join(sorted(known))}"
         )
-    console = Console()
+    console = make_console()
     for scheme in schemes:
         if args.names and scheme["name"] not in args.names:
             continue

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 import cclab
-from cclab.cli.common import add_set_argument, overrides_of, print_error
+from cclab.cli.common import add_set_argument, overrides_of, print_error, scenario_error_text
 from cclab.engines import add_engine_argument
 
 NAME = "validate"
@@ -33,7 +33,7 @@ def execute(args: argparse.Namespace) -> int:
         except cclab.ScenarioError as e:
             invalid += 1
             for error in e.errors:
-                print_error(error["text"])
+                print_error(scenario_error_text(error, args.overrides))
             continue
         print(f"{path}: OK")
         if args.filled:
