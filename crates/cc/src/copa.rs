@@ -11,8 +11,8 @@
 //! queued, and the queue empties every ~5 RTTs. Packets are paced at `2·cwnd/RTT_standing`.
 //!
 //! Competitive mode (`mode = "auto"`): when the queue has not been nearly empty within the
-//! last 5·srtt (`d_q` never fell below 10 % of its recent range), a buffer-filling flow is
-//! assumed present and δ is adapted like TCP: `1/δ` grows by one per RTT and halves on a loss
+//! last 5·srtt (the RTT never fell below RTT_min + 10 % of the span up to the largest RTT of
+//! the last 4·srtt), a buffer-filling flow is assumed present and δ is adapted like TCP: `1/δ` grows by one per RTT and halves on a loss
 //! (at most once per RTT), capped at the configured δ; the mode is re-evaluated on every ACK.
 //! `mode = "default"` never leaves the default mode (the paper's "Copa D").
 //!
@@ -42,15 +42,17 @@ use cclab_core::time::SEC;
 /// The paper's default δ (NSDI'18 §2): 1/δ = 2 packets queued per flow at equilibrium.
 const DEFAULT_DELTA: f64 = 0.5;
 /// genericCC `RTTWindow`: srtt gain, min-RTT window max(10 s, 20·min_rtt), standing window
-/// srtt/2. The mode detector looks back 5·srtt, the paper's "last 5 RTTs" (NSDI'18), where
-/// genericCC uses 4·srtt: a lone flow's queue empties every ~4–5 RTTs, so a 4·srtt window
-/// misses an emptying now and then; each miss is a spurious competitive episode that grows
-/// the queue (measured here alone on 12 Mbit/s: 9 % of the time competitive with 4·srtt, 7 %
-/// with 5·srtt, and the queue's oscillation doubled its period with 4·srtt).
+/// srtt/2 (`rtt-window.cc`, `new_rtt_sample`).
 const SRTT_GAIN: f64 = 1.0 / 16.0;
 const MIN_RTT_WINDOW: Time = 10 * SEC;
 const MIN_RTT_WINDOW_RTTS: u64 = 20;
-const MODE_WINDOW_SRTTS: f64 = 5.0;
+/// The mode detector's two windows. The paper (NSDI'18 §2.2) asks whether the queue was
+/// nearly empty at least once in the last 5 RTTs, "nearly empty" measured against RTT_max
+/// over the last 4 RTTs (reference/cc-algorithms.md §6.1). genericCC (`rtt-window.cc`,
+/// `is_copa_min` / `is_copa_max`) looks back `4·srtt` for both; the paper's 5 is kept for
+/// the emptiness look-back, and RTT_max uses the 4·srtt on which both agree.
+const MODE_EMPTY_WINDOW_SRTTS: f64 = 5.0;
+const MODE_MAX_WINDOW_SRTTS: f64 = 4.0;
 /// `is_copa()`: the queue counts as nearly empty below 10 % of the recent RTT range.
 const NEARLY_EMPTY: f64 = 0.1;
 /// The paper: start doubling the velocity after the direction held for 3 windows.
@@ -226,11 +228,12 @@ impl Copa {
         self.srtt = SRTT_GAIN * r + (1.0 - SRTT_GAIN) * self.srtt;
         let long = self.min_rtt.get().map_or(MIN_RTT_WINDOW, |m| MIN_RTT_WINDOW.max(MIN_RTT_WINDOW_RTTS * m));
         let standing = long.min((self.srtt * 0.5) as Time);
-        let recent = long.min((self.srtt * MODE_WINDOW_SRTTS) as Time);
+        let empty_window = long.min((self.srtt * MODE_EMPTY_WINDOW_SRTTS) as Time);
+        let max_window = long.min((self.srtt * MODE_MAX_WINDOW_SRTTS) as Time);
         self.min_rtt.update(now, rtt, long);
         self.standing.update(now, rtt, standing);
-        self.recent_min.update(now, rtt, recent);
-        self.recent_max.update(now, rtt, recent);
+        self.recent_min.update(now, rtt, empty_window);
+        self.recent_max.update(now, rtt, max_window);
     }
 
     fn rtt_min(&self) -> Time {
@@ -534,6 +537,29 @@ mod tests {
         }
         assert!(!d.competitive);
         assert_eq!(d.delta, 0.5);
+    }
+
+    #[test]
+    fn nearly_empty_is_judged_against_the_largest_rtt_of_the_last_four_srtts() {
+        // RTT_min 10 ms, then a steady 11 ms (srtt → 11 ms) with one 30 ms spike at 1 s. While
+        // the spike is within 4·srtt the threshold is 10 + 0.1·20 = 12 ms and the 11 ms
+        // samples count as a nearly empty queue; once it is older than 4·srtt (but still
+        // within 5·srtt) RTT_max is 11 ms, the threshold 10.1 ms, and they do not.
+        let mut c = copa(0.5);
+        c.new_rtt_sample(10 * MS, 0);
+        for t in 1..1000u64 {
+            c.new_rtt_sample(11 * MS, t * MS);
+        }
+        c.new_rtt_sample(30 * MS, 1000 * MS);
+        for t in 1001..=1040u64 {
+            c.new_rtt_sample(11 * MS, t * MS);
+        }
+        assert!(c.srtt < 11.2e6 && c.queue_nearly_emptied(), "spike 40 ms old, within 4·srtt");
+        for t in 1041..=1050u64 {
+            c.new_rtt_sample(11 * MS, t * MS);
+        }
+        assert!(c.srtt * 4.0 < 50e6 && 50e6 < c.srtt * 5.0);
+        assert!(!c.queue_nearly_emptied(), "spike 50 ms old: outside 4·srtt, so RTT_max is 11 ms");
     }
 
     #[test]
