@@ -16,7 +16,7 @@ PY_DIRS := python tests
 DEMO_SCENARIO := scenarios/pantheon-3flows.toml
 DEMO_SCHEMES := cubic,newreno,bbr,copa,vegas
 
-.PHONY: help install demo test bench
+.PHONY: help install test-system demo test bench
 
 help:
 	@echo "make install  system packages (if missing), .venv, the cclab package and its Rust core"
@@ -41,7 +41,12 @@ demo: install
 	$(BIN)/cclab experiment $(DEMO_SCENARIO) --schemes $(DEMO_SCHEMES) --runs 3 --out "$$dir" && \
 	$(BIN)/cclab report "$$dir"
 
-test: install
+# What only the tests need from the system (chromium, for the report test): `make test` checks
+# it, `make install` and `make demo` do not.
+test-system:
+	@scripts/check-system.sh --test
+
+test: install test-system
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets -- -D warnings
 	cargo test --release --workspace --exclude cclab-py
