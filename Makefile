@@ -13,7 +13,7 @@ export PYO3_PYTHON := $(abspath $(BIN)/python)
 INSTALLED := $(VENV)/.cclab-installed
 RUST_INPUTS := Cargo.toml Cargo.lock $(shell find crates -name '*.rs' -o -name Cargo.toml)
 PY_DIRS := python tests
-DEMO_SCENARIO := scenarios/pantheon-3flows.toml
+DEMO_SCENARIO := scenarios/calibrated-mexico-cellular.toml
 DEMO_SCHEMES := cubic,newreno,bbr,copa,vegas
 
 .PHONY: help install test-system demo test bench
@@ -35,7 +35,8 @@ $(INSTALLED): $(RUST_INPUTS) pyproject.toml scripts/check-system.sh
 	VIRTUAL_ENV=$(abspath $(VENV)) $(BIN)/maturin develop --release --extras dev
 	@touch $@
 
-# Every scheme three times over the Pantheon's 3-flow test, then the HTML report of it.
+# Every scheme three times over the Pantheon's calibrated Mexico cellular path (Poisson
+# deliveries, a 130-packet buffer: each repetition draws another path), then the HTML report.
 demo: install
 	@dir="$${CCLAB_RUNS:-cclab-runs}/$$(date +%Y%m%d-%H%M%S)-demo"; \
 	$(BIN)/cclab experiment $(DEMO_SCENARIO) --schemes $(DEMO_SCHEMES) --runs 3 --out "$$dir" && \
