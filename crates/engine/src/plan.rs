@@ -64,7 +64,9 @@ impl PathPlan {
         };
         let service = Service::from_link(link, trace);
         let reverse_service = match &link.reverse_trace {
-            Some(path) => Some(Service::Trace(Arc::new(Trace::load(path)?))),
+            Some(path) => {
+                Some(Service::Trace(Arc::new(Trace::load(path).map_err(|e| format!("link.reverse_trace: {e}"))?)))
+            }
             None => None,
         };
         let reverse_delay = scenario.reverse_delay().ns();

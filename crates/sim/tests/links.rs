@@ -299,3 +299,10 @@ fn delay_jitter_keeps_a_saturated_flow_in_order() {
     assert!(data.windows(2).all(|w| w[0].1 <= w[1].1));
     assert!(out.metrics.total.throughput_mbps > 11.9);
 }
+
+#[test]
+fn an_unreadable_reverse_trace_names_its_key() {
+    let s = scenario(&saturating("rate = \"12Mbps\"\n        reverse_trace = \"/nonexistent/ack.trace\"", 1));
+    let e = cclab_sim::run(&s, &cclab_sim::RunOptions { log_packets: false }, &mut |_| Ok(())).unwrap_err();
+    assert!(e.to_string().contains("link.reverse_trace"), "{e}");
+}
