@@ -46,3 +46,9 @@ def test_demo_does_not_install_the_test_browser() -> None:
 
     assert "check-system.sh --test" not in plan("demo")
     assert "check-system.sh --test" in plan("test")
+
+
+def test_shipped_scenarios_point_only_inside_the_repository() -> None:
+    for path in sorted((ROOT / "scenarios").rglob("*.toml")):
+        text = path.read_text()
+        assert "shared/" not in text and "reference/" not in text, path
