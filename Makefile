@@ -13,10 +13,10 @@ export PYO3_PYTHON := $(abspath $(BIN)/python)
 INSTALLED := $(VENV)/.cclab-installed
 RUST_INPUTS := Cargo.toml Cargo.lock $(shell find crates -name '*.rs' -o -name Cargo.toml)
 PY_DIRS := python tests
-DEMO_SCENARIO := scenarios/pantheon-3flows.toml
+DEMO_SCENARIO := scenarios/calibrated-mexico-cellular.toml
 DEMO_SCHEMES := cubic,newreno,bbr,copa,vegas
 
-.PHONY: help install demo test bench
+.PHONY: help install test-system demo test bench
 
 help:
 	@echo "make install  system packages (if missing), .venv, the cclab package and its Rust core"
@@ -35,13 +35,19 @@ $(INSTALLED): $(RUST_INPUTS) pyproject.toml scripts/check-system.sh
 	VIRTUAL_ENV=$(abspath $(VENV)) $(BIN)/maturin develop --release --extras dev
 	@touch $@
 
-# Every scheme three times over the Pantheon's 3-flow test, then the HTML report of it.
+# Every scheme three times over the Pantheon's calibrated Mexico cellular path (Poisson
+# deliveries, a 130-packet buffer: each repetition draws another path), then the HTML report.
 demo: install
 	@dir="$${CCLAB_RUNS:-cclab-runs}/$$(date +%Y%m%d-%H%M%S)-demo"; \
 	$(BIN)/cclab experiment $(DEMO_SCENARIO) --schemes $(DEMO_SCHEMES) --runs 3 --out "$$dir" && \
 	$(BIN)/cclab report "$$dir"
 
-test: install
+# What only the tests need from the system (chromium, for the report test): `make test` checks
+# it, `make install` and `make demo` do not.
+test-system:
+	@scripts/check-system.sh --test
+
+test: install test-system
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets -- -D warnings
 	cargo test --release --workspace --exclude cclab-py

@@ -2,10 +2,21 @@
 # Checks (and where it can, installs) what cclab needs from the system before `make install`
 # builds it: the Debian packages it uses, Python >= 3.11 and a Rust toolchain >= 1.85.
 # Fast when everything is there: it only installs packages that are missing.
+#
+# Usage: check-system.sh [--test]
+#   --test  also what only the tests need (`make test`): chromium, the headless browser the
+#           report test renders reports in. `make install` and `make demo` never install it.
 set -euo pipefail
 
-# chromium: the headless browser the report test renders reports in.
-APT_PACKAGES=(build-essential pkg-config python3-dev python3-venv chromium)
+APT_PACKAGES=(build-essential pkg-config python3-dev python3-venv)
+case "${1:-}" in
+    "") ;;
+    --test) APT_PACKAGES+=(chromium) ;;
+    *)
+        echo "usage: $0 [--test]" >&2
+        exit 2
+        ;;
+esac
 MIN_PYTHON="3.11"
 MIN_RUST="1.85"
 

@@ -1,5 +1,5 @@
 """`cclab report`: one self-contained HTML page, checked in headless Chromium (Debian's
-`chromium`, which `make install` installs): every figure must be present and really drawn. The
+`chromium`, which `make test` installs): every figure must be present and really drawn. The
 screenshot is kept in target/test-artifacts/ for a human to look at."""
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ def _chromium() -> str:
     for name in ("chromium", "chromium-browser", "google-chrome"):
         if path := shutil.which(name):
             return path
-    pytest.fail("chromium is not installed: `make install` installs Debian's chromium package")
+    pytest.fail("chromium is not installed: `make test` installs Debian's chromium package")
 
 
 def _browser(page: Path, profile: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -69,6 +69,11 @@ pub mod stream {
     pub const LOSS: u64 = 1;
     /// The bottleneck's delivery process (Poisson opportunities).
     pub const LINK: u64 = 2;
+    /// The data direction's delay jitter (`link.delay_jitter`).
+    pub const JITTER: u64 = 3;
+    /// The ACK direction's bottleneck (`link.reverse_trace`); a trace draws nothing today, but
+    /// the bottleneck owns a stream so a random reverse process never shifts another.
+    pub const REVERSE_LINK: u64 = 4;
     /// Flow `i`'s sender draws from `FLOW + i`.
     pub const FLOW: u64 = 1000;
 }

@@ -60,9 +60,18 @@ pub struct Link {
     pub trace: Option<PathBuf>,
     #[serde(default)]
     pub delivery: Delivery,
+    /// A mahimahi trace for the ACK direction (mahimahi's `mm-link UP DOWN`): ACKs then queue
+    /// (unbounded, drop-tail, as mahimahi's default) for its delivery opportunities. Without
+    /// one the ACK direction is uncongested.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reverse_trace: Option<PathBuf>,
     /// One-way propagation delay of the data direction.
     #[serde(default)]
     pub delay: Dur,
+    /// Variable delay of the data direction: each packet waits `delay` plus a draw uniform in
+    /// [0, delay_jitter], but never leaves before the packet ahead of it (no reordering).
+    #[serde(default, skip_serializing_if = "Dur::is_zero")]
+    pub delay_jitter: Dur,
     #[serde(default = "default_queue")]
     pub queue: QueueSize,
     #[serde(default)]
@@ -552,11 +561,11 @@ impl Scenario {
             }])
         })?;
         let mut s = Self::parse_with(&text, &file, overrides).map_err(|e| attribute_to_overrides(e, overrides))?;
-        if let Some(trace) = &s.link.trace {
+        for trace in [&mut s.link.trace, &mut s.link.reverse_trace].into_iter().flatten() {
             if trace.is_relative() {
-                let beside = path.parent().unwrap_or(Path::new(".")).join(trace);
+                let beside = path.parent().unwrap_or(Path::new(".")).join(&*trace);
                 if beside.exists() {
-                    s.link.trace = Some(beside);
+                    *trace = beside;
                 }
             }
         }

@@ -89,6 +89,11 @@ impl Dur {
     pub const ACCEPTED: &'static str = "a duration with a unit, e.g. \"10ms\", \"1.5s\", \"250us\", \"2min\"";
     pub const ZERO: Dur = Dur(0);
 
+    /// Whether the span is empty (serde's `skip_serializing_if` for optional delays).
+    pub fn is_zero(&self) -> bool {
+        self.0 == 0
+    }
+
     pub fn from_secs_f64(s: f64) -> Dur {
         Dur((s * 1e9).round() as u64)
     }

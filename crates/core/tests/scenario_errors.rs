@@ -207,3 +207,34 @@ fn unreadable_file_is_a_clear_error() {
     let e = Scenario::load(std::path::Path::new("/nonexistent/x.toml")).unwrap_err();
     assert!(e.to_string().contains("/nonexistent/x.toml") && e.to_string().contains("cannot read"), "{e}");
 }
+
+#[test]
+fn mahimahi_path_keys_parse_resolve_and_stay_out_of_the_filled_scenario_when_unset() {
+    // Unset, neither key appears in the scenario as run (so old run directories read the same).
+    let plain = Scenario::parse(GOOD, "s.toml").unwrap();
+    assert_eq!((plain.link.reverse_trace.as_ref(), plain.link.delay_jitter), (None, Dur(0)));
+    let filled = plain.to_toml();
+    assert!(!filled.contains("reverse_trace") && !filled.contains("delay_jitter"), "{filled}");
+
+    // A relative reverse trace resolves beside the scenario file, as `trace` does.
+    let dir = std::env::temp_dir().join(format!("cclab-core-reverse-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("ack.trace"), "1\n").unwrap();
+    let text =
+        GOOD.replace("queue = \"1bdp\"", "queue = \"1bdp\"\nreverse_trace = \"ack.trace\"\ndelay_jitter = \"5ms\"");
+    std::fs::write(dir.join("s.toml"), &text).unwrap();
+    let s = Scenario::load(&dir.join("s.toml")).unwrap();
+    assert_eq!(s.link.reverse_trace.as_deref(), Some(dir.join("ack.trace").as_path()));
+    assert_eq!(s.link.delay_jitter, Dur(5_000_000));
+    let again = Scenario::parse(&s.to_toml(), "filled.toml").unwrap();
+    assert_eq!(again.link, s.link);
+    std::fs::remove_dir_all(&dir).ok();
+
+    // A misspelt key is suggested, and a jitter needs a unit like any delay.
+    let (field, _, message) = one(&GOOD.replace("delay = ", "delay_jiter = \"1ms\"\ndelay = "));
+    assert_eq!(field, "link.delay_jiter");
+    assert!(message.contains("did you mean `delay_jitter`"), "{message}");
+    let (field, _, message) = one(&GOOD.replace("delay = ", "delay_jitter = 5\ndelay = "));
+    assert_eq!(field, "link.delay_jitter");
+    assert!(message.contains("unit"), "{message}");
+}

@@ -2,8 +2,9 @@
 //!
 //! Data direction: sender's TUN → per-flow access delay (half the flow's extra RTT) → i.i.d.
 //! loss → the bottleneck (queue discipline + constant/Poisson/trace delivery) → propagation
-//! delay → receiver's TUN. ACK direction: receiver's TUN → per-flow delay (reverse delay + the
-//! other half of the extra RTT) → sender's TUN. The stages are `cclab_engine`'s, the same
+//! delay (and jitter) → receiver's TUN. ACK direction: receiver's TUN → per-flow delay (reverse
+//! delay + the other half of the extra RTT) → the reverse bottleneck when the link has a
+//! reverse trace → sender's TUN. The stages are `cclab_engine`'s, the same
 //! objects the simulator drives; this file is their real-time clock.
 //!
 //! Time: every stage is computed in model time — a packet leaves a delay line exactly `delay`
@@ -177,8 +178,8 @@ pub(crate) struct PathConfig {
     pub unclassified_delay: u64,
     pub loss: Loss,
     pub link: Option<Bottleneck<Pkt>>,
-    /// Delay after the bottleneck.
-    pub prop_delay: u64,
+    /// The delay line after the bottleneck (with its jitter, if any).
+    pub prop: DelayLine<Pkt>,
 }
 
 /// How a forwarding thread runs (it may serve both directions).
@@ -256,12 +257,12 @@ pub(crate) struct Path<'a> {
 }
 
 impl<'a> Path<'a> {
-    pub fn new(cfg: PathConfig, input: &'a Tun, output: &'a Tun, clock: Clock, tx: mpsc::Sender<Msg>) -> Path<'a> {
+    pub fn new(mut cfg: PathConfig, input: &'a Tun, output: &'a Tun, clock: Clock, tx: mpsc::Sender<Msg>) -> Path<'a> {
         let mut access: Vec<Option<DelayLine<Pkt>>> =
             cfg.access_delay.iter().map(|&d| (d > 0).then(|| DelayLine::new(d))).collect();
         access.push((cfg.unclassified_delay > 0).then(|| DelayLine::new(cfg.unclassified_delay)));
         let n = cfg.flows.len();
-        let prop = DelayLine::new(cfg.prop_delay);
+        let prop = std::mem::replace(&mut cfg.prop, DelayLine::new(0));
         Path {
             cfg,
             input,
@@ -393,7 +394,7 @@ impl<'a> Path<'a> {
     fn next_stage(&self) -> Next {
         if self.cfg.link.is_some() {
             Next::Bottleneck
-        } else if self.prop.delay() > 0 {
+        } else if !self.prop.is_instant() {
             Next::Prop
         } else {
             Next::Out
@@ -476,7 +477,7 @@ impl<'a> Path<'a> {
                     );
                     self.finish_dropped(dropped);
                     for p in departures.drain(..) {
-                        if self.prop.delay() > 0 {
+                        if !self.prop.is_instant() {
                             self.prop.push(t, p);
                         } else {
                             self.write_out(t, p);

@@ -21,7 +21,7 @@ use cclab_core::record::PacketKind;
 use cclab_core::scenario::{Scenario, ScenarioErrors, Source};
 use cclab_engine::plan::PathPlan;
 use cclab_engine::sinks::Sinks;
-use cclab_engine::stage::Loss;
+use cclab_engine::stage::{DelayLine, Loss};
 use cclab_engine::RunOutput;
 use std::path::PathBuf;
 use std::sync::mpsc;
@@ -339,7 +339,7 @@ pub fn run(
                 unclassified_delay: 0,
                 loss: path.loss_stage(),
                 link: Some(path.bottleneck()),
-                prop_delay: path.prop_delay,
+                prop: path.prop_line(),
             },
             &topo.sender_tun,
             &topo.receiver_tun,
@@ -356,8 +356,9 @@ pub fn run(
                 unclassified_delay: path.reverse_delay,
                 // The ACK path is lossless (and a lossless stage never draws).
                 loss: Loss::new(0.0, path.loss_rng()),
-                link: None,
-                prop_delay: 0,
+                // Uncongested, or queued behind the reverse trace's deliveries.
+                link: path.reverse_bottleneck(),
+                prop: DelayLine::new(0),
             },
             &topo.receiver_tun,
             &topo.sender_tun,

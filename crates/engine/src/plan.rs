@@ -3,13 +3,15 @@
 //! the same dumbbell from the same numbers.
 //!
 //! Data: sender → access delay (half the flow's extra RTT) → i.i.d. loss → bottleneck (queue
-//! discipline + delivery process) → propagation delay → receiver. ACKs: receiver → reverse delay
-//! (plus the other half of the extra RTT) → sender; the reverse path is uncongested.
+//! discipline + delivery process) → propagation delay (plus jitter, if any) → receiver. ACKs:
+//! receiver → reverse delay (plus the other half of the extra RTT) → the reverse bottleneck if
+//! the link has a `reverse_trace` (an unbounded drop-tail queue drained by that trace, as
+//! mahimahi's `mm-link UP DOWN`) → sender; without one the reverse path is uncongested.
 
 use crate::bottleneck::Bottleneck;
 use crate::delivery::{Service, Trace};
 use crate::qdisc::Limit;
-use crate::stage::{Loss, WirePacket};
+use crate::stage::{DelayLine, Jitter, Loss, WirePacket};
 use crate::FlowInfo;
 use cclab_core::metrics::MetricsConfig;
 use cclab_core::rng::{stream, Rng};
@@ -40,6 +42,10 @@ pub struct PathPlan {
     pub loss: f64,
     /// Delay from the bottleneck to the receivers, ns.
     pub prop_delay: Time,
+    /// Largest extra delay drawn per packet on that line, ns (0: a constant delay).
+    pub prop_jitter: Time,
+    /// The ACK direction's delivery process, when the link has a reverse trace.
+    pub reverse_service: Option<Service>,
     /// Delay of the ACK path shared by every flow, ns (before any flow's extra RTT).
     pub reverse_delay: Time,
     /// Round-trip propagation delay of a flow without extra RTT, ns.
@@ -57,6 +63,12 @@ impl PathPlan {
             None => None,
         };
         let service = Service::from_link(link, trace);
+        let reverse_service = match &link.reverse_trace {
+            Some(path) => {
+                Some(Service::Trace(Arc::new(Trace::load(path).map_err(|e| format!("link.reverse_trace: {e}"))?)))
+            }
+            None => None,
+        };
         let reverse_delay = scenario.reverse_delay().ns();
         let base_rtt = link.delay.ns() + reverse_delay;
         let limit = Limit::resolve(link.queue, service.mean_rate(), base_rtt);
@@ -93,6 +105,8 @@ impl PathPlan {
             aqm: link.aqm,
             loss: link.loss,
             prop_delay: link.delay.ns(),
+            prop_jitter: link.delay_jitter.ns(),
+            reverse_service,
             reverse_delay,
             base_rtt,
             flows,
@@ -118,6 +132,20 @@ impl PathPlan {
     /// The bottleneck, its delivery process on its own random stream.
     pub fn bottleneck<P: WirePacket>(&self) -> Bottleneck<P> {
         Bottleneck::new(self.service.clone(), self.limit, self.aqm, Rng::derive(self.seed, stream::LINK))
+    }
+
+    /// The line from the bottleneck to the receivers: the propagation delay and its jitter, on
+    /// the jitter's own random stream.
+    pub fn prop_line<P>(&self) -> DelayLine<P> {
+        DelayLine::with_jitter(self.prop_delay, Jitter::new(self.prop_jitter, Rng::derive(self.seed, stream::JITTER)))
+    }
+
+    /// The ACK direction's bottleneck, when the link has a reverse trace: ACKs of every flow
+    /// share one unbounded drop-tail queue drained by the trace.
+    pub fn reverse_bottleneck<P: WirePacket>(&self) -> Option<Bottleneck<P>> {
+        self.reverse_service.clone().map(|service| {
+            Bottleneck::new(service, Limit::None, Aqm::Droptail, Rng::derive(self.seed, stream::REVERSE_LINK))
+        })
     }
 
     /// The random stream of flow `id`'s sender.

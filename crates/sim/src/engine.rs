@@ -1,8 +1,9 @@
 //! The discrete-event loop: a dumbbell of flows through one bottleneck.
 //!
 //! The path is `cclab_engine`'s (its stages, resolved once by `PathPlan`): data go sender →
-//! access delay → random loss → bottleneck → propagation delay → receiver, ACKs go receiver →
-//! reverse delay → sender. This file is the clock: an event heap in virtual time.
+//! access delay → random loss → bottleneck → propagation delay (and jitter) → receiver, ACKs go
+//! receiver → reverse delay → the reverse bottleneck (with a reverse trace) → sender. This file
+//! is the clock: an event heap in virtual time.
 //!
 //! Delay lines are FIFO queues with one pending event for their head, so the event heap holds
 //! O(flows) entries rather than O(packets in flight). Ties at equal times run in the order they
@@ -72,6 +73,8 @@ impl Packet {
 enum Dest {
     Bottleneck,
     Receiver,
+    /// The ACK direction's bottleneck (a reverse trace), then the sender.
+    ReverseLink,
     Sender,
 }
 
@@ -84,6 +87,7 @@ struct Pipe {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Ev {
     Link,
+    ReverseLink,
     Pipe(u32),
     Timer(u32),
     Start(u32),
@@ -177,6 +181,9 @@ struct Sim {
     prop: u32,
     link: Bottleneck<Packet>,
     link_at: Option<Time>,
+    /// The ACK direction's bottleneck, when the link has a reverse trace.
+    rlink: Option<Bottleneck<Packet>>,
+    rlink_at: Option<Time>,
     /// Reused buffer for packets leaving the bottleneck.
     departures: Vec<Packet>,
     loss: Loss,
@@ -221,6 +228,7 @@ impl Sim {
             match dest {
                 Dest::Bottleneck => self.arrive_bottleneck(p),
                 Dest::Receiver => self.arrive_receiver(p),
+                Dest::ReverseLink => self.arrive_reverse_link(p),
                 Dest::Sender => self.arrive_sender(p),
             }
         }
@@ -266,6 +274,45 @@ impl Sim {
         self.departures = out;
         self.link_at = None;
         self.schedule_link();
+        n
+    }
+
+    /// An ACK reaches the reverse bottleneck: its queue is unbounded, so nothing is dropped.
+    fn arrive_reverse_link(&mut self, mut p: Packet) {
+        p.enqueued = self.now;
+        let rlink = self.rlink.as_mut().expect("only built with a reverse link");
+        rlink.enqueue(self.now, p, &mut |_| unreachable!("the reverse queue is unbounded"));
+        self.schedule_reverse_link();
+    }
+
+    fn schedule_reverse_link(&mut self) {
+        if let Some(t) = self.rlink.as_ref().and_then(|l| l.next_event()) {
+            if self.rlink_at.is_none_or(|at| t < at) {
+                self.rlink_at = Some(t);
+                self.schedule(t, Ev::ReverseLink);
+            }
+        }
+    }
+
+    fn on_reverse_link(&mut self) -> u64 {
+        let now = self.now;
+        let mut out = std::mem::take(&mut self.departures);
+        let rlink = self.rlink.as_mut().expect("only scheduled with a reverse link");
+        rlink.dequeue(
+            now,
+            &mut |mut p: Packet| {
+                p.dequeued = now;
+                out.push(p);
+            },
+            &mut |_| unreachable!("the reverse queue is unbounded"),
+        );
+        let n = out.len() as u64;
+        for p in out.drain(..) {
+            self.arrive_sender(p);
+        }
+        self.departures = out;
+        self.rlink_at = None;
+        self.schedule_reverse_link();
         n
     }
 
@@ -367,6 +414,9 @@ impl Sim {
     fn flush(&mut self) {
         let mut left: Vec<Packet> = Vec::new();
         self.link.drain(&mut |p| left.push(p));
+        if let Some(rlink) = &mut self.rlink {
+            rlink.drain(&mut |p| left.push(p));
+        }
         for pipe in &mut self.pipes {
             left.extend(pipe.line.drain());
         }
@@ -388,7 +438,9 @@ pub fn simulate(
     let wall = std::time::Instant::now();
     let plan = PathPlan::resolve(scenario).map_err(SimError::Input)?;
 
-    let mut pipes = vec![Pipe { line: DelayLine::new(plan.prop_delay), dest: Dest::Receiver }];
+    let mut pipes = vec![Pipe { line: plan.prop_line(), dest: Dest::Receiver }];
+    let rlink = plan.reverse_bottleneck();
+    let ack_dest = if rlink.is_some() { Dest::ReverseLink } else { Dest::Sender };
     let mut flows = Vec::with_capacity(plan.flows.len());
     for fp in &plan.flows {
         let spec = &scenario.flows[fp.spec];
@@ -402,7 +454,7 @@ pub fn simulate(
             pipes.push(Pipe { line: DelayLine::new(d), dest: Dest::Bottleneck });
             pipes.len() as u32 - 1
         });
-        pipes.push(Pipe { line: DelayLine::new(fp.reverse_delay), dest: Dest::Sender });
+        pipes.push(Pipe { line: DelayLine::new(fp.reverse_delay), dest: ack_dest });
         let reverse = pipes.len() as u32 - 1;
         let cfg = SenderConfig {
             mss: MSS,
@@ -430,6 +482,8 @@ pub fn simulate(
         prop: 0,
         link: plan.bottleneck(),
         link_at: None,
+        rlink,
+        rlink_at: None,
         departures: Vec::new(),
         loss: plan.loss_stage(),
         next_uid: 0,
@@ -451,6 +505,7 @@ pub fn simulate(
         sim.now = e.t;
         events += match e.ev {
             Ev::Link => sim.on_link(),
+            Ev::ReverseLink => sim.on_reverse_link(),
             Ev::Pipe(p) => sim.on_pipe(p),
             Ev::Timer(f) => u64::from(sim.on_timer(f, e.t)),
             Ev::Start(f) => {

@@ -158,3 +158,151 @@ fn receive_window_caps_bytes_in_flight() {
     assert!((q - 60.0).abs() < 2.0, "queueing p95 {q} ms");
     assert_eq!(out.metrics.total.packets_dropped, 0);
 }
+
+/// A mahimahi trace file in the temporary folder, one opportunity time (ms) per line.
+fn trace_file(name: &str, ms: &[u64]) -> std::path::PathBuf {
+    let path = std::env::temp_dir().join(format!("cclab-{}-{name}.trace", std::process::id()));
+    let text: String = ms.iter().map(|t| format!("{t}\n")).collect();
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn acks_queue_behind_the_reverse_trace() {
+    use cclab_core::record::{Fate, PacketKind};
+    use cclab_core::time::MS;
+    // One 1500-byte ACK opportunity every 50 ms carries about 29 ACKs: about 580 ACKs/s, fewer
+    // than the 1000 data packets/s of the 12 Mbit/s data direction, so ACKs queue at the
+    // reverse bottleneck.
+    let reverse = trace_file("reverse", &[50]);
+    let toml = |extra: &str| {
+        format!(
+            r#"
+            duration = "10s"
+            [link]
+            rate = "12Mbps"
+            delay = "10ms"
+            queue = "infinite"
+            {extra}
+            [[flows]]
+            scheme = "fixed"
+            cwnd = 400
+            "#
+        )
+    };
+    let with = run(&scenario(&toml(&format!("reverse_trace = {:?}", reverse.display().to_string()))), true);
+    let without = run(&scenario(&toml("")), true);
+    assert_conserved(&with);
+
+    let log = with.packets.as_ref().unwrap();
+    let mut per_opportunity: std::collections::BTreeMap<u64, u64> = Default::default();
+    for i in 0..log.len() {
+        if log.kind[i] != PacketKind::Ack as u8 || log.fate[i] != Fate::Delivered as u8 {
+            continue;
+        }
+        // The reverse delay comes before the reverse bottleneck, so an ACK reaches the sender
+        // exactly at one of the trace's opportunities, having queued there.
+        assert_eq!(log.arrived[i] % (50 * MS), 0, "ACK arrived off the trace at {}", log.arrived[i]);
+        assert!(log.dequeued[i] == log.arrived[i] && log.enqueued[i] <= log.dequeued[i]);
+        *per_opportunity.entry(log.arrived[i]).or_default() += log.size[i] as u64;
+    }
+    // Each opportunity carries 1500 bytes of ACKs (an ACK cut by its end finishes at the next
+    // one, so a single opportunity may complete one more); the queue keeps them used to the full.
+    let ack_bytes = log.size[(0..log.len()).find(|&i| log.kind[i] == PacketKind::Ack as u8).unwrap()] as f64;
+    assert!(per_opportunity.values().all(|&b| b as f64 <= 1500.0 + ack_bytes));
+    let (first, last) = (per_opportunity.keys().next().unwrap(), per_opportunity.keys().last().unwrap());
+    let opportunities = (last - first) / (50 * MS) + 1;
+    let carried: u64 = per_opportunity.values().sum();
+    assert!(carried as f64 <= opportunities as f64 * 1500.0 + ack_bytes);
+    assert!(carried as f64 >= opportunities as f64 * 1500.0 * 0.95, "{carried} over {opportunities}");
+    // ACK capacity, not the data link, limits the flow: each ACK clocks out one data packet.
+    let acks_per_s = 1500.0 / ack_bytes / 0.050;
+    let limit_mbps = acks_per_s * 1500.0 * 8.0 / 1e6;
+    // Measured after the first window (400 packets sent before any ACK) has been delivered.
+    let steady: u64 = (0..log.len())
+        .filter(|&i| log.kind[i] == PacketKind::Data as u8 && log.fate[i] == Fate::Delivered as u8)
+        .filter(|&i| log.arrived[i] >= 2000 * MS)
+        .map(|i| log.size[i] as u64)
+        .sum();
+    let tw = steady as f64 * 8.0 / 8.0 / 1e6;
+    let to = without.metrics.total.throughput_mbps;
+    println!("throughput {tw:.2} Mbit/s with the reverse trace (ACK-clock limit {limit_mbps:.2}), {to:.2} without");
+    assert!(to > 11.9, "{to}");
+    assert!((tw - limit_mbps).abs() < 0.03 * limit_mbps, "{tw} vs {limit_mbps}");
+}
+
+#[test]
+fn delay_jitter_spreads_one_way_delay_without_reordering() {
+    use cclab_core::record::{Fate, PacketKind};
+    use cclab_core::time::MS;
+    // A fixed window of one packet per RTT on an idle link: each packet's one-way delay is the
+    // serialisation time plus 20 ms plus its jitter, drawn uniform in [0, 8 ms].
+    let toml = |jitter: &str| {
+        format!(
+            r#"
+            duration = "60s"
+            [link]
+            rate = "100Mbps"
+            delay = "20ms"
+            {jitter}
+            [[flows]]
+            scheme = "fixed"
+            cwnd = 1
+            "#
+        )
+    };
+    let one_way = |out: &cclab_sim::RunOutput| -> Vec<u64> {
+        let log = out.packets.as_ref().unwrap();
+        (0..log.len())
+            .filter(|&i| log.kind[i] == PacketKind::Data as u8 && log.fate[i] == Fate::Delivered as u8)
+            .map(|i| log.arrived[i] - log.sent[i])
+            .collect()
+    };
+    let base = one_way(&run(&scenario(&toml("")), true));
+    let min = *base.iter().min().unwrap();
+    assert!(base.iter().all(|&d| d == min), "a constant path has one delay");
+    let out = run(&scenario(&toml(r#"delay_jitter = "8ms""#)), true);
+    assert_conserved(&out);
+    let mut extra: Vec<f64> = one_way(&out).iter().map(|&d| (d - min) as f64 / MS as f64).collect();
+    let n = extra.len();
+    assert!(n > 1000, "{n}");
+    assert!(extra.iter().all(|&e| (0.0..=8.0).contains(&e)));
+    extra.sort_by(f64::total_cmp);
+    for k in 1..10 {
+        let q = extra[n * k / 10];
+        // Deciles of Uniform[0, 8 ms], within sampling tolerance (about 0.1 ms for n ≈ 2000).
+        assert!((q - 0.8 * k as f64).abs() < 0.35, "decile {k}: {q:.3} ms");
+    }
+    // In order: the receiver never saw a later-sent packet first.
+    let log = out.packets.as_ref().unwrap();
+    let mut data: Vec<(u64, u64)> = (0..log.len())
+        .filter(|&i| log.kind[i] == PacketKind::Data as u8 && log.fate[i] == Fate::Delivered as u8)
+        .map(|i| (log.sent[i], log.arrived[i]))
+        .collect();
+    data.sort();
+    assert!(data.windows(2).all(|w| w[0].1 <= w[1].1));
+}
+
+#[test]
+fn delay_jitter_keeps_a_saturated_flow_in_order() {
+    use cclab_core::record::{Fate, PacketKind};
+    // Back-to-back packets 1 ms apart, jitter up to 5 ms: without the no-reordering rule most
+    // would overtake each other.
+    let out = run(&scenario(&saturating("rate = \"12Mbps\"\n        delay_jitter = \"5ms\"", 10)), true);
+    assert_conserved(&out);
+    let log = out.packets.as_ref().unwrap();
+    let mut data: Vec<(u64, u64)> = (0..log.len())
+        .filter(|&i| log.kind[i] == PacketKind::Data as u8 && log.fate[i] == Fate::Delivered as u8)
+        .map(|i| (log.dequeued[i], log.arrived[i]))
+        .collect();
+    data.sort();
+    assert!(data.windows(2).all(|w| w[0].1 <= w[1].1));
+    assert!(out.metrics.total.throughput_mbps > 11.9);
+}
+
+#[test]
+fn an_unreadable_reverse_trace_names_its_key() {
+    let s = scenario(&saturating("rate = \"12Mbps\"\n        reverse_trace = \"/nonexistent/ack.trace\"", 1));
+    let e = cclab_sim::run(&s, &cclab_sim::RunOptions { log_packets: false }, &mut |_| Ok(())).unwrap_err();
+    assert!(e.to_string().contains("link.reverse_trace"), "{e}");
+}
