@@ -71,7 +71,7 @@ def _summary_table(directory: Path) -> Table:
             str(row.runs),
             row.throughput,
             row.delay_p95,
-            row.loss,
+            row.loss_pct,
             row.utilisation,
         )
     return table
