@@ -300,8 +300,7 @@ pub static SUMMARY: &[Column<Get<SummaryRow>>] = &[
     col(
         "loss_pct",
         "%",
-        "100 · (1 - delivered bytes / sent bytes): every byte sent and not delivered, whether \
-         dropped by the queue, lost on the link or still in flight at the end",
+        "bytes sent and not delivered, in % of those sent: queue drops, link losses, and data still in flight at the end",
         Get::F64(|r| r.summary.loss_pct),
     ),
     col(

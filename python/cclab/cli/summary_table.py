@@ -19,6 +19,12 @@ def _number(value: float, digits: int) -> str:
     return "-" if pd.isna(value) or not math.isfinite(value) else f"{value:.{digits}f}"
 
 
+def _jain(median: float, counted: float) -> str:
+    """The median beside the share of buckets it is taken over: a median of few buckets is
+    worth less than it looks."""
+    return f"{_number(median, 3)} ({_number(100 * counted, 0)}%)"
+
+
 def summary_table(result: RunResult) -> Table:
     """flow, scheme, throughput, p95 delay, queueing p95 and loss per flow, then the total with
     the link utilisation, the median Jain index and the share of buckets it counts; the caption
@@ -50,8 +56,7 @@ def summary_table(result: RunResult) -> Table:
         "queue\np95 ms",
         "loss\n%",
         "util.\n%",
-        "Jain\nmedian",
-        "Jain\ncounted %",
+        "Jain median\n(% counted)",
     ):
         table.add_column(header, justify="right", no_wrap=True)
     for row in result.summary.itertuples(index=False):
@@ -66,8 +71,7 @@ def summary_table(result: RunResult) -> Table:
             _number(row.queueing_p95_ms, 1),
             _number(row.loss_pct, 2),
             _number(100 * row.utilisation, 1) if total else "",
-            _number(row.jain_median, 3) if total else "",
-            _number(100 * row.jain_counted, 0) if total else "",
+            _jain(row.jain_median, row.jain_counted) if total else "",
             style="bold" if total else None,
         )
     return table
