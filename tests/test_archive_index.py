@@ -208,3 +208,18 @@ def test_gc_removes_a_dead_writers_partial_dir_but_not_a_live_ones(archive, cli)
     assert code == 0 and "1 removed, 1 kept" in stderr
     assert not dead.exists() and live.exists()
     assert len(runs()) == 3  # finished runs are never touched
+
+
+def test_runs_written_with_loss_as_a_fraction_index_in_percent(archive):
+    # Before issue 9 a run's summary stored `loss` as a fraction and had no `jain_counted`; the
+    # index reads such a run with the unit every table uses now, beside the new ones.
+    path = archive / "cubic-12" / "summary.parquet"
+    summary = pd.read_parquet(path)
+    old = summary.drop(columns=["jain_counted"]).rename(columns={"loss_pct": "loss"})
+    old["loss"] = old["loss"] / 100
+    old.to_parquet(path)
+    listed = runs(rebuild=True).set_index("run_id")
+    assert listed.loc["cubic-12", "loss_pct"] == pytest.approx(summary["loss_pct"].iloc[-1])
+    assert listed.loc["cubic-46", "jain_counted"] > 0
+    flows = runs(sql="SELECT run_id, loss_pct FROM flows ORDER BY run_id")
+    assert flows["loss_pct"].iloc[0] == pytest.approx(summary["loss_pct"].iloc[0])

@@ -4,7 +4,8 @@ Pantheon's `tunnel_graph.py` would print for them, worked out by hand from its d
 - throughput = Σ departure bits / (1000 · (last - first departure)), Mbit/s;
 - p95 delay = numpy.percentile(DELAYs of `-` lines, 95, interpolation='nearest');
 - loss = 1 - Σ departure bytes / Σ arrival bytes (byte-weighted);
-- capacity = Σ `#` bits / (1000 · (last - first `#`)); utilisation = throughput / capacity.
+- capacity = Σ `#` bits / (1000 · (last - first `#`)); utilisation = bits delivered after the
+  first delivery / capacity over the delivery span (issue 9: the same span for both).
 """
 
 from __future__ import annotations
@@ -66,13 +67,16 @@ PANTHEON_LOG = """\
 #         loss 1 - 1000 / 1500 = 33.33 %.
 # Total:  44 000 bits over 5.5 ms = 8.0 Mbit/s; delays [10.0, 10.25, 10.5, 11.0], index
 #         round(0.95 · 3) = 3 → 11.000 ms; loss 1 - 5500 / 7500 = 26.67 %.
-# Capacity: 17 x 12 000 bits over 16 ms = 12.75 Mbit/s; utilisation 8 / 12.75 = 62.75 %.
-# Jain (one 100 ms bucket, both flows active): 5500² / (2 · (4500² + 1000²)) = 0.711 764 7…
+# Capacity: 17 x 12 000 bits over 16 ms = 12.75 Mbit/s; utilisation: the 32 000 bits delivered
+#         after the first delivery / 12.75 Mbit/s over the 5.5 ms delivery span = 45.63 %.
+# Jain (one 100 ms bucket, both flows scheduled): 5500² / (2 · (4500² + 1000²)) = 0.711 764 7…;
+#         without a schedule each flow is scheduled from its first send to its last, shifted
+#         by its minimum delay (flow 1 [10, 15] ms, flow 2 [13.25, 14.25] ms), both in it.
 EXPECTED_FLOWS = {
-    0: {"throughput_mbps": 36_000 / 5_500, "delay_p95_ms": 11.0, "loss": 0.25},
-    1: {"throughput_mbps": 0.0, "delay_p95_ms": 10.25, "loss": 1 / 3},
+    0: {"throughput_mbps": 36_000 / 5_500, "delay_p95_ms": 11.0, "loss_pct": 25.0},
+    1: {"throughput_mbps": 0.0, "delay_p95_ms": 10.25, "loss_pct": 100 / 3},
 }
-EXPECTED_TOTAL = {"throughput_mbps": 8.0, "delay_p95_ms": 11.0, "loss": 4 / 15}
+EXPECTED_TOTAL = {"throughput_mbps": 8.0, "delay_p95_ms": 11.0, "loss_pct": 400 / 15}
 EXPECTED_CAPACITY = 12.75
 EXPECTED_JAIN = 5_500**2 / (2 * (4_500**2 + 1_000**2))
 
@@ -176,8 +180,9 @@ def test_pantheon_import_agrees_with_the_pantheons_numbers(pantheon_dir, tmp_pat
     for key, value in EXPECTED_TOTAL.items():
         assert total[key] == pytest.approx(value, abs=1e-12), key
     assert meta["metrics"]["capacity_mbps"] == pytest.approx(EXPECTED_CAPACITY)
-    assert meta["metrics"]["utilisation"] == pytest.approx(8.0 / EXPECTED_CAPACITY)
+    assert meta["metrics"]["utilisation"] == pytest.approx(32_000 / (EXPECTED_CAPACITY * 5_500))
     assert meta["metrics"]["jain_median"] == pytest.approx(EXPECTED_JAIN)
+    assert meta["metrics"]["jain_counted"] == 1.0
     # Sent/delivered counts: the two arrivals no departure matches did not get through.
     assert (total["packets_sent"], total["packets_delivered"]) == (6, 4)
     assert (total["bytes_sent"], total["bytes_delivered"]) == (7_500, 5_500)
@@ -246,7 +251,7 @@ def test_single_flow_pantheon_log_without_flow_ids(tmp_path):
     # 16 000 bits over 0.25 ms = 64 Mbit/s; delays [19.75, 20.0] → index round(0.95) = 1.
     assert row["throughput_mbps"] == pytest.approx(64.0)
     assert row["delay_p95_ms"] == pytest.approx(20.0)
-    assert row["loss"] == 0.0
+    assert row["loss_pct"] == 0.0
     meta = json.loads((out / "runs" / "bbr-r3" / "meta.json").read_text())
     assert np.isnan(meta["metrics"]["capacity_mbps"] or np.nan)  # no `#` lines: unknown
 
@@ -266,7 +271,7 @@ def test_mahimahi_import(tmp_path, cli):
     row = _row(_summary(out), None)
     assert row["throughput_mbps"] == pytest.approx(36_896 / 3_000, abs=1e-12)
     assert row["delay_p95_ms"] == pytest.approx(1.0)
-    assert row["loss"] == pytest.approx(1 - 4_612 / 7_620, abs=1e-12)
+    assert row["loss_pct"] == pytest.approx(100 * (1 - 4_612 / 7_620), abs=1e-10)
     assert meta["metrics"]["capacity_mbps"] == pytest.approx(72_192 / 5_000)
     # One of the two packets arriving at 2 ms was dropped (a later arrival got through); the
     # packet arriving at 5 ms is still queued at the end.

@@ -15,6 +15,7 @@ FAIRNESS_COLUMNS = {
     "jain_median",
     "jain_median_min",
     "jain_median_max",
+    "jain_counted",
     "paper",
     "report",
     "ours_minus_paper",
@@ -31,6 +32,7 @@ def test_copa_fairness_table_plot_and_single_flow_check(tmp_path) -> None:
     for _, row in table.iterrows():
         assert 0.0 < row["jain_median"] <= 1.0
         assert row["jain_median_min"] <= row["jain_median"] <= row["jain_median_max"]
+        assert 0.5 < row["jain_counted"] <= 1.0
         assert 0.5 < row["utilisation"] <= 1.0
     copa = table.set_index("scheme").loc["copa"]
     assert (copa["paper"], copa["report"]) == (0.93, 0.97)

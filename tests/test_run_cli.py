@@ -20,6 +20,10 @@ def test_prints_the_summary_and_the_directory(cli, write_scenario, tmp_path: Pat
     assert len(flow_rows) == 3
     [total] = [r for r in rows if r[:1] == ["total"]]
     assert len(total) == 7  # throughput, delay, queue, loss, utilisation, Jain
+    # Issue 9: the share of buckets the Jain median counts is printed beside it.
+    assert "Jain median over " in " ".join(out.split())
+    # Issue 9: the summary says in one line what "loss" counts.
+    assert "still in flight at the end" in " ".join(out.split())
     assert f"run directory: {out_dir}" in out.replace("\n", "")
     assert (out_dir / "packets.parquet").exists()
     assert 'duration = "2s"' in (out_dir / "scenario.toml").read_text()

@@ -18,10 +18,10 @@ built in memory.
 Tables (`cclab runs --sql` sees them all):
 - `runs`: one row per complete run, with its scheme(s), seed, engine, the link it ran on
   (`rate_mbps`, `delay_ms`, `queue`, `aqm`, `link_loss`, `trace`), its duration, and its whole-run
-  figures (`throughput_mbps`, `delay_p95_ms`, `queueing_p95_ms`, `loss`, `utilisation`,
-  `jain_median`, `capacity_mbps`); `experiment` names the experiment it belongs to, if any, and
-  `status` is what the experiment recorded ("ok", or "invalid" for an imported Pantheon run that
-  the Pantheon's own analysis would discard);
+  figures (`throughput_mbps`, `delay_p95_ms`, `queueing_p95_ms`, `loss_pct`, `utilisation`,
+  `jain_median`, `jain_counted`, `capacity_mbps`); `experiment` names the experiment it belongs
+  to, if any, and `status` is what the experiment recorded ("ok", or "invalid" for an imported
+  Pantheon run that the Pantheon's own analysis would discard);
 - `flows`: one row per flow of each run (its summary row);
 - `experiments`: one row per complete experiment.
 """
@@ -47,7 +47,7 @@ from cclab.scenario_values import duration_ms, rate_mbps
 
 INDEX_FILE = "index.duckdb"
 #: Bumped whenever the tables change shape; an index of another version is rebuilt.
-INDEX_VERSION = 4
+INDEX_VERSION = 5
 SUMMARY_FILE = "summary.parquet"
 SCENARIO_FILE = "scenario.toml"
 
@@ -92,9 +92,10 @@ _RUNS = [
     ("throughput_mbps", "DOUBLE", "t.throughput_mbps"),
     ("delay_p95_ms", "DOUBLE", "t.delay_p95_ms"),
     ("queueing_p95_ms", "DOUBLE", "t.queueing_p95_ms"),
-    ("loss", "DOUBLE", "t.loss"),
+    ("loss_pct", "DOUBLE", "t.loss_pct"),
     ("utilisation", "DOUBLE", _metric("utilisation", "t.utilisation")),
     ("jain_median", "DOUBLE", _metric("jain_median", "t.jain_median")),
+    ("jain_counted", "DOUBLE", _metric("jain_counted", "t.jain_counted")),
     ("capacity_mbps", "DOUBLE", "json_extract_string(m.j, '$.metrics.capacity_mbps')"),
     ("complete", "BOOLEAN", "true"),
     ("cclab_version", "VARCHAR", "json_extract_string(m.j, '$.cclab_version')"),
@@ -142,7 +143,7 @@ LISTING_COLUMNS = [
     "delay_ms",
     "throughput_mbps",
     "delay_p95_ms",
-    "loss",
+    "loss_pct",
     "utilisation",
     "started_at",
 ]
@@ -162,6 +163,20 @@ _SUMMARIES_QUERY = """
 CREATE TEMP TABLE fresh_summaries AS
 SELECT * FROM read_parquet($files, filename = true, union_by_name = true, file_row_number = true)
 """
+
+
+def _complete_summaries(con: duckdb.DuckDBPyConnection) -> None:
+    """Gives `fresh_summaries` every column of the core's summary, so that runs written before
+    a column existed index with it empty. Such runs stored loss as a fraction named `loss`;
+    it becomes `loss_pct`, the unit every table uses now."""
+    present = {row[0] for row in con.execute("DESCRIBE fresh_summaries").fetchall()}
+    for name, kind in FLOW_SCHEMA[1:]:
+        if name not in present:
+            con.execute(f"ALTER TABLE fresh_summaries ADD COLUMN {name} {kind}")
+    if "loss" in present:
+        con.execute("UPDATE fresh_summaries SET loss_pct = 100 * loss WHERE loss_pct IS NULL")
+        con.execute("ALTER TABLE fresh_summaries DROP COLUMN loss")
+
 
 #: One row per complete run among the directories registered as `fresh_runs`.
 _RUNS_QUERY = f"""
@@ -372,6 +387,7 @@ def _insert(
     if len(runs):
         # Read once for both tables: opening the Parquet files is most of the time it takes.
         con.execute(_SUMMARIES_QUERY, {"files": runs["summary_file"].to_pylist()})
+        _complete_summaries(con)
         experiment_files = sorted({f for f in runs["experiment_file"].to_pylist() if f})
         con.execute(
             f"INSERT INTO runs {_RUNS_QUERY}",
@@ -560,7 +576,7 @@ def runs(
 ) -> pd.DataFrame:
     """The archive's complete runs as a DataFrame (all columns of the `runs` table), newest
     first. `scheme`: runs with a flow of that scheme; `where`: an SQL condition on the `runs`
-    columns (`"rate_mbps = 46 AND loss < 0.01"`). `sql`: any read-only query over the `runs`,
+    columns (`"rate_mbps = 46 AND loss_pct < 1"`). `sql`: any read-only query over the `runs`,
     `flows` and `experiments` tables instead. `rebuild`: delete the index and re-read every
     directory first."""
     con = connect(root, rebuild=rebuild)

@@ -143,8 +143,8 @@ class RunOutcome:
         return self.total.get("delay_p95_ms")
 
     @property
-    def loss(self) -> float | None:
-        return self.total.get("loss")
+    def loss_pct(self) -> float | None:
+        return self.total.get("loss_pct")
 
 
 class Observer(Protocol):

@@ -78,7 +78,7 @@ fn synthetic_log(packets: usize, jitter_ns: u64) -> PacketLog {
 }
 
 fn config() -> MetricsConfig {
-    MetricsConfig { n_flows: FLOWS as usize, bin: 500 * MS, jain_bucket: 100 * MS, origin: 0 }
+    MetricsConfig { n_flows: FLOWS as usize, bin: 500 * MS, jain_bucket: 100 * MS, origin: 0, schedule: Vec::new() }
 }
 
 fn capacity(t0: u64, t1: u64) -> f64 {
@@ -126,10 +126,10 @@ fn main() {
     let m = metrics.unwrap();
     println!("analyze: {best:.3} s for {packets} records ({:.1} M records/s, best of 3)", packets as f64 / best / 1e6);
     println!(
-        "  total {:.1} Mbit/s, p95 {:.3} ms, loss {:.4}, {} series rows, {} Jain buckets, median Jain {:.3}",
+        "  total {:.1} Mbit/s, p95 {:.3} ms, loss {:.2} %, {} series rows, {} Jain buckets, median Jain {:.3}",
         m.total.throughput_mbps,
         m.total.delay_p95_ms,
-        m.total.loss,
+        m.total.loss_pct,
         m.series.len(),
         m.jain.len(),
         m.jain_median

@@ -3,13 +3,22 @@
 //!
 //! Definitions (DESIGN.md "Metrics", the Pantheon's `tunnel_graph.py`) — data packets only:
 //! - per-flow throughput = delivered bits / (last delivery − first delivery) of that flow;
-//!   total likewise over all flows; utilisation = total / link capacity over the same span;
+//!   total likewise over all flows;
+//! - utilisation = bits delivered after the first delivery / bits the link could deliver
+//!   between the first and the last delivery. The first packet's bits were served before the
+//!   span began, so leaving them out measures both over the same span: on a link whose capacity
+//!   function is exact (constant rate, trace) utilisation is ≤ 1 by construction;
 //! - one-way delay = arrival − send; p95 by nearest rank (numpy 'nearest' equivalent, see
 //!   [`nearest_rank`]); queueing delay = one-way delay − the flow's minimum one-way delay;
-//! - loss = 1 − delivered bytes / sent bytes (byte-weighted);
+//! - loss, in percent = 100 · (1 − delivered bytes / sent bytes) (byte-weighted; in-flight
+//!   bytes count as lost, as in the Pantheon);
 //! - time series in `bin`-wide bins from the first event of the run;
-//! - Jain's index per `jain_bucket` over the flows that delivered in the bucket, skipping a
-//!   bucket whose active-flow count differs from the previous bucket's (Copa's script).
+//! - Jain's index per `jain_bucket` over the flows *scheduled* in the bucket (see
+//!   [`Schedule`]): a scheduled flow that delivered nothing counts as zero, so a starved flow
+//!   lowers the index instead of vanishing from it. A bucket counts towards the median only if
+//!   its scheduled set equals the previous bucket's (Copa's script skips buckets where the set
+//!   of flows changes) and something was delivered; the counted fraction is reported beside
+//!   the median.
 
 use crate::record::{PacketRecord, RecordSink};
 
@@ -23,6 +32,19 @@ pub struct MetricsConfig {
     pub jain_bucket: u64,
     /// Time origin of bins and buckets, ns (0 for engine runs; the first event for imports).
     pub origin: u64,
+    /// When each flow's data should be arriving, indexed by flow id. Engines pass the
+    /// scenario's schedule; a flow without an entry (an import has none) is scheduled from
+    /// its first send to its last, both shifted by its minimum one-way delay.
+    pub schedule: Vec<Schedule>,
+}
+
+/// The span, in the records' clock (ns), over which a flow should be delivering: its sender's
+/// start and stop shifted by the path's one-way delay, so that a flow counts as starved only
+/// once its first packets could have arrived.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Schedule {
+    pub start: u64,
+    pub stop: u64,
 }
 
 /// Per-flow (or total) summary, the Pantheon's numbers plus what a researcher asks next. Each
@@ -46,8 +68,8 @@ pub struct FlowSummary {
     pub delay_mean_ms: f64,
     pub delay_min_ms: f64,
     pub queueing_p95_ms: f64,
-    /// Byte-weighted loss in [0, 1].
-    pub loss: f64,
+    /// Byte-weighted loss in percent, [0, 100].
+    pub loss_pct: f64,
 }
 
 /// One row of the time series: one flow in one bin (columns: [`crate::schema::TIMESERIES`]).
@@ -68,7 +90,10 @@ pub struct SeriesRow {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct JainRow {
     pub t: u64,
+    /// Flows scheduled in the bucket (those the index is taken over).
     pub active_flows: u32,
+    /// Scheduled flows that delivered something in the bucket.
+    pub delivering_flows: u32,
     pub jain: f64,
     /// Whether the bucket counts towards the Jain statistics (not a transition bucket).
     pub counted: bool,
@@ -86,6 +111,8 @@ pub struct Metrics {
     pub jain: Vec<JainRow>,
     /// Median of Jain over counted buckets (NaN if none).
     pub jain_median: f64,
+    /// Fraction of the buckets that counted towards the median (NaN if no bucket).
+    pub jain_counted: f64,
 }
 
 /// The nearest-rank percentile as numpy's `percentile(..., interpolation='nearest')` computes

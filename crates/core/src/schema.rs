@@ -255,6 +255,7 @@ pub struct SummaryRow {
     /// Whole-run figures: NaN except on the total row.
     pub utilisation: f64,
     pub jain_median: f64,
+    pub jain_counted: f64,
 }
 
 /// Counts are handed over as int64 (as the run directories have always stored them, and as
@@ -297,10 +298,10 @@ pub static SUMMARY: &[Column<Get<SummaryRow>>] = &[
     col("delay_mean_ms", "ms", "mean one-way delay of delivered packets", Get::F64(|r| r.summary.delay_mean_ms)),
     col("delay_min_ms", "ms", "minimum one-way delay of delivered packets", Get::F64(|r| r.summary.delay_min_ms)),
     col(
-        "loss",
-        "fraction",
-        "1 - delivered bytes / sent bytes (in-flight bytes count as lost)",
-        Get::F64(|r| r.summary.loss),
+        "loss_pct",
+        "%",
+        "bytes sent and not delivered, in % of those sent: queue drops, link losses, and data still in flight at the end",
+        Get::F64(|r| r.summary.loss_pct),
     ),
     col(
         "packets_sent",
@@ -343,7 +344,7 @@ pub static SUMMARY: &[Column<Get<SummaryRow>>] = &[
     col(
         "utilisation",
         "fraction",
-        "whole run: total throughput / link capacity (total row only)",
+        "whole run: bits delivered after the first delivery / link capacity up to the last (total row only)",
         Get::F64(|r| r.utilisation),
     ),
     col(
@@ -352,12 +353,29 @@ pub static SUMMARY: &[Column<Get<SummaryRow>>] = &[
         "whole run: median Jain index over counted buckets (total row only)",
         Get::F64(|r| r.jain_median),
     ),
+    col(
+        "jain_counted",
+        "fraction",
+        "whole run: fraction of the Jain buckets that count towards the median (total row only)",
+        Get::F64(|r| r.jain_counted),
+    ),
 ];
 
 pub static METRICS: &[Column<Get<Metrics>>] = &[
     col("capacity_mbps", "Mbit/s", "link capacity over the total delivery span", Get::F64(|m| m.capacity_mbps)),
-    col("utilisation", "fraction", "total throughput / capacity", Get::F64(|m| m.utilisation)),
+    col(
+        "utilisation",
+        "fraction",
+        "bits delivered after the first delivery / capacity over the delivery span",
+        Get::F64(|m| m.utilisation),
+    ),
     col("jain_median", "", "median Jain index over counted buckets (NaN if none)", Get::F64(|m| m.jain_median)),
+    col(
+        "jain_counted",
+        "fraction",
+        "fraction of the Jain buckets that count towards the median (NaN if none)",
+        Get::F64(|m| m.jain_counted),
+    ),
 ];
 
 pub static TIMESERIES: &[Column<Get<SeriesRow>>] = &[
@@ -382,9 +400,25 @@ pub static TIMESERIES: &[Column<Get<SeriesRow>>] = &[
 
 pub static JAIN: &[Column<Get<JainRow>>] = &[
     col("t_ns", "ns", "bucket start, from the run's time origin", Get::U64(|r| r.t)),
-    col("active_flows", "flows", "flows that delivered in the bucket", Get::U32(|r| r.active_flows)),
-    col("jain", "", "Jain's fairness index of the flows' delivered bytes in the bucket", Get::F64(|r| r.jain)),
-    col("counted", "", "whether the bucket counts towards the median (not a transition)", Get::Bool(|r| r.counted)),
+    col(
+        "active_flows",
+        "flows",
+        "flows scheduled in the bucket (sending, or their data due)",
+        Get::U32(|r| r.active_flows),
+    ),
+    col("delivering_flows", "flows", "scheduled flows that delivered in the bucket", Get::U32(|r| r.delivering_flows)),
+    col(
+        "jain",
+        "",
+        "Jain's index of the scheduled flows' delivered bytes in the bucket (a starved flow counts as 0)",
+        Get::F64(|r| r.jain),
+    ),
+    col(
+        "counted",
+        "",
+        "whether the bucket counts towards the median (the scheduled set is whole and unchanged)",
+        Get::Bool(|r| r.counted),
+    ),
 ];
 
 pub static PACKETS: &[Column<Take<PacketLog>>] = &[
@@ -408,12 +442,14 @@ pub fn summary(m: &Metrics, schemes: &[&str]) -> Columns {
         scheme: s.flow.and_then(|id| schemes.get(id as usize)).copied().unwrap_or_default().to_string(),
         utilisation: f64::NAN,
         jain_median: f64::NAN,
+        jain_counted: f64::NAN,
     };
     let total = SummaryRow {
         summary: m.total.clone(),
         scheme: TOTAL_SCHEME.to_string(),
         utilisation: m.utilisation,
         jain_median: m.jain_median,
+        jain_counted: m.jain_counted,
     };
     let rows: Vec<SummaryRow> = m.flows.iter().map(flow_row).chain(std::iter::once(total)).collect();
     Columns::from_rows(SUMMARY, &rows)

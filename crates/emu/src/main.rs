@@ -98,7 +98,7 @@ fn print_flow(label: &str, s: &FlowSummary) {
         s.throughput_mbps,
         s.delay_p95_ms,
         s.delay_min_ms,
-        s.loss,
+        s.loss_pct,
         s.packets_sent,
         s.packets_delivered,
         s.packets_dropped,

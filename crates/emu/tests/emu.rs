@@ -105,8 +105,8 @@ fn kernel_cubic_on_a_12_mbps_link() {
     assert_eq!(drops, total.packets_dropped);
     // Linux retransmits what the queue dropped (and maybe a little more).
     assert!(total.retransmissions >= drops - drops / 4, "{} retransmissions for {drops} drops", total.retransmissions);
-    let want = 1.0 - total.bytes_delivered as f64 / total.bytes_sent as f64;
-    assert!((total.loss - want).abs() < 1e-12);
+    let want = 100.0 * (1.0 - total.bytes_delivered as f64 / total.bytes_sent as f64);
+    assert!((total.loss_pct - want).abs() < 1e-10);
     // The kernel's own view agrees on the base RTT.
     let tcp = &out.emu.flows[0].tcp;
     assert!(tcp.min_rtt_us() >= 20_000 && tcp.min_rtt_us() < 23_000, "kernel min RTT {} µs", tcp.min_rtt_us());

@@ -13,7 +13,7 @@ use crate::delivery::{Service, Trace};
 use crate::qdisc::Limit;
 use crate::stage::{DelayLine, Jitter, Loss, WirePacket};
 use crate::FlowInfo;
-use cclab_core::metrics::MetricsConfig;
+use cclab_core::metrics::{MetricsConfig, Schedule};
 use cclab_core::rng::{stream, Rng};
 use cclab_core::scenario::{Aqm, Scenario};
 use cclab_core::time::Time;
@@ -92,11 +92,22 @@ impl PathPlan {
                 }
             })
             .collect();
+        // A flow's data is due at the receiver one forward propagation delay after its sender
+        // starts, and stops arriving (queueing aside) that long after it stops: Jain's index
+        // counts the flow from then on, as zero if it delivers nothing.
+        let schedule = flows
+            .iter()
+            .map(|f| {
+                let forward = f.access_delay.unwrap_or(0) + link.delay.ns();
+                Schedule { start: f.info.start + forward, stop: f.info.stop + forward }
+            })
+            .collect();
         let metrics = MetricsConfig {
             n_flows: flows.len(),
             bin: scenario.output.bin.ns(),
             jain_bucket: scenario.output.jain_bucket.ns(),
             origin: 0,
+            schedule,
         };
         Ok(PathPlan {
             seed: scenario.seed,

@@ -48,7 +48,10 @@ impl Sinks {
     /// Closes the run: the metrics against the plan's link capacity, the log, the counters.
     pub fn finish(self, plan: &PathPlan, events: u64, wall_secs: f64) -> RunOutput {
         let Sinks { metrics, log, mut stats } = self;
-        let metrics = metrics.finish(&|t0, t1| plan.service.capacity_bits(t0, t1));
+        // The kernel asks for the capacity between two deliveries, (t0, t1]; the link served
+        // those packets one propagation delay earlier, and its capacity counts [t0, t1).
+        let link_time = |t: u64| (t + 1).saturating_sub(plan.prop_delay);
+        let metrics = metrics.finish(&|t0, t1| plan.service.capacity_bits(link_time(t0), link_time(t1)));
         stats.events = events;
         stats.wall_secs = wall_secs;
         RunOutput { metrics, packets: log, flows: plan.infos(), stats }

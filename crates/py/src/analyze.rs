@@ -54,7 +54,14 @@ pub fn analyze<'py>(
         kind: kind.as_ref().map(|k| slice("kind", k)).transpose()?,
         retransmission: retransmission.as_ref().map(|r| slice("retransmission", r)).transpose()?,
     };
-    let cfg = MetricsConfig { n_flows: cols.n_flows(), bin: bin_ns, jain_bucket: jain_bucket_ns, origin: origin_ns };
+    // A log carries no schedule: the kernel schedules each flow from its first send to its last.
+    let cfg = MetricsConfig {
+        n_flows: cols.n_flows(),
+        bin: bin_ns,
+        jain_bucket: jain_bucket_ns,
+        origin: origin_ns,
+        schedule: Vec::new(),
+    };
     // Mbit/s × ns / 1000 = bits.
     let rate = capacity_mbps.unwrap_or(0.0);
     let metrics = py

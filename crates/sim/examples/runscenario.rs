@@ -12,14 +12,19 @@ fn main() {
     let out = cclab_sim::run(&s, &cclab_sim::RunOptions::default(), &mut |_| Ok(())).unwrap();
     for f in &out.metrics.flows {
         println!(
-            "flow {:?}: tput {:.3} Mbps p95 {:.2} ms qp95 {:.2} loss {:.4} sent {} retx {}",
-            f.flow, f.throughput_mbps, f.delay_p95_ms, f.queueing_p95_ms, f.loss, f.packets_sent, f.retransmissions
+            "flow {:?}: tput {:.3} Mbps p95 {:.2} ms qp95 {:.2} loss {:.2} % sent {} retx {}",
+            f.flow, f.throughput_mbps, f.delay_p95_ms, f.queueing_p95_ms, f.loss_pct, f.packets_sent, f.retransmissions
         );
     }
     let t = &out.metrics.total;
     println!(
-        "total: tput {:.3} util {:.4} p95 {:.2} loss {:.4} jain {:.3}",
-        t.throughput_mbps, out.metrics.utilisation, t.delay_p95_ms, t.loss, out.metrics.jain_median
+        "total: tput {:.3} util {:.4} p95 {:.2} loss {:.2} % jain {:.3} ({:.0} % of buckets)",
+        t.throughput_mbps,
+        out.metrics.utilisation,
+        t.delay_p95_ms,
+        t.loss_pct,
+        out.metrics.jain_median,
+        100.0 * out.metrics.jain_counted
     );
     println!(
         "events {} wall {:.3}s -> {:.1} M events/s",

@@ -105,11 +105,11 @@ fn metrics_digest(out: &cclab_sim::RunOutput) -> String {
         ] {
             put_u64(&mut h, x);
         }
-        for x in [s.throughput_mbps, s.delay_p95_ms, s.queueing_p95_ms, s.delay_mean_ms, s.delay_min_ms, s.loss] {
+        for x in [s.throughput_mbps, s.delay_p95_ms, s.queueing_p95_ms, s.delay_mean_ms, s.delay_min_ms, s.loss_pct] {
             put_f64(&mut h, x);
         }
     }
-    for x in [m.capacity_mbps, m.utilisation, m.jain_median] {
+    for x in [m.capacity_mbps, m.utilisation, m.jain_median, m.jain_counted] {
         put_f64(&mut h, x);
     }
     for r in &m.series {
@@ -122,6 +122,7 @@ fn metrics_digest(out: &cclab_sim::RunOutput) -> String {
     for r in &m.jain {
         put_u64(&mut h, r.t);
         put_u64(&mut h, r.active_flows as u64);
+        put_u64(&mut h, r.delivering_flows as u64);
         put_f64(&mut h, r.jain);
         put_u64(&mut h, r.counted as u64);
     }

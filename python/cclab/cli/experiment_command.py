@@ -74,7 +74,7 @@ def study_summary_table(directory: Path) -> Table:
             str(row.runs),
             row.throughput,
             row.delay_p95,
-            row.loss,
+            row.loss_pct,
             row.utilisation,
         )
     return table

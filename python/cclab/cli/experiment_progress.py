@@ -61,7 +61,7 @@ class ExperimentProgress:
         if outcome.ok:
             self._progress.console.print(
                 f"[green]done[/]   {label}: {outcome.throughput_mbps:.2f} Mbit/s, "
-                f"p95 delay {outcome.delay_p95_ms:.1f} ms, loss {100 * (outcome.loss or 0):.2f} %"
+                f"p95 delay {outcome.delay_p95_ms:.1f} ms, loss {outcome.loss_pct or 0:.2f} %"
                 f" [dim]({outcome.wall_secs:.2f} s)[/]",
                 highlight=False,
             )

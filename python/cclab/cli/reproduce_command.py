@@ -43,6 +43,7 @@ HEADERS = {
     "jain_min": "min",
     "jain_median_max": "max",
     "jain_max": "max",
+    "jain_counted": "counted",
     "paper": "paper",
     "report": "report",
     "ours_minus_paper": "Δ paper",
@@ -88,7 +89,8 @@ def execute(args: argparse.Namespace) -> int:
             )
         else:
             stderr.print(
-                f"  {r['label']} seed {r['seed']}: median Jain {r['jain_median']:.3f}",
+                f"  {r['label']} seed {r['seed']}: median Jain {r['jain_median']:.3f} "
+                f"({100 * r['jain_counted']:.0f} % of buckets counted)",
                 highlight=False,
             )
 

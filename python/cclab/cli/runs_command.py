@@ -29,7 +29,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--where",
         metavar="CONDITION",
-        help='an SQL condition on the runs table, e.g. "rate_mbps = 46 AND loss < 0.01"',
+        help='an SQL condition on the runs table, e.g. "rate_mbps = 46 AND loss_pct < 1"',
     )
     parser.add_argument(
         "--sql",

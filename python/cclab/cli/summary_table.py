@@ -9,7 +9,10 @@ from rich import box
 from rich.table import Table
 
 from cclab.engines import engine_named
-from cclab.result import RunResult
+from cclab.result import SCHEMA, RunResult
+
+#: What the loss column counts, in the schema's words.
+_LOSS_DOC = next(doc for name, _, _, doc in SCHEMA["summary"] if name == "loss_pct")
 
 
 def _number(value: float, digits: int) -> str:
@@ -18,7 +21,8 @@ def _number(value: float, digits: int) -> str:
 
 def summary_table(result: RunResult) -> Table:
     """flow, scheme, throughput, p95 delay, queueing p95 and loss per flow, then the total with
-    the link utilisation and the median Jain index."""
+    the link utilisation and the median Jain index; the caption gives the share of buckets that
+    median counts and says what "loss" counts."""
     engine = engine_named(result.engine)
     if engine.real_time:
         # Real time: what is worth a glance is how closely the engine kept to the link model.
@@ -32,6 +36,12 @@ def summary_table(result: RunResult) -> Table:
             f"{result.stats['events']:,} events in {result.stats['wall_secs']:.2f} s "
             f"({result.events_per_sec / 1e6:.1f} M events/s)"
         )
+    # The share of buckets beside the median, in the caption: the table keeps within 80
+    # columns. A median over few buckets is worth less than it looks.
+    counted = result.summary["jain_counted"].iloc[-1]
+    caption += f"\nJain median over {_number(100 * counted, 0)}% of its buckets (not those where "
+    caption += "flows start or stop)"
+    caption += f"\nloss % = {_LOSS_DOC}"
     table = Table(
         box=box.SIMPLE_HEAD,
         title=f"{result.name} — seed {result.seed}, {result.duration_s:g} s {engine.verb}",
@@ -58,7 +68,7 @@ def summary_table(result: RunResult) -> Table:
             _number(row.throughput_mbps, 2),
             _number(row.delay_p95_ms, 1),
             _number(row.queueing_p95_ms, 1),
-            _number(100 * row.loss, 2),
+            _number(row.loss_pct, 2),
             _number(100 * row.utilisation, 1) if total else "",
             _number(row.jain_median, 3) if total else "",
             style="bold" if total else None,

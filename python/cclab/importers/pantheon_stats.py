@@ -79,7 +79,7 @@ def compare(
             "capacity_mbps": capacity_mbps if key == "total" else None,
             "throughput_mbps": float(row["throughput_mbps"].iloc[0]),
             "delay_p95_ms": float(row["delay_p95_ms"].iloc[0]),
-            "loss_percent": 100.0 * float(row["loss"].iloc[0]),
+            "loss_percent": float(row["loss_pct"].iloc[0]),
         }
         for figure, value in printed.items():
             mine = ours.get(figure)

@@ -78,9 +78,10 @@ def _run_rows(study: Study) -> list[list[Any]]:
             _number(r["throughput_mbps"], 2),
             _number(r["delay_p95_ms"], 1),
             _number(r["queueing_p95_ms"], 1),
-            _number(r["loss"], 2, 100),
+            _number(r["loss_pct"], 2),
             _number(r["utilisation"], 1, 100),
             _number(r["jain_median"], 3),
+            _number(r["jain_counted"], 0, 100),
         ]
         for r in run_table(study).to_dict("records")
     ]
@@ -96,7 +97,7 @@ def _flow_rows(run: RunData) -> list[list[Any]]:
                 "" if total else r["scheme"],
                 _number(r["throughput_mbps"], 2),
                 _number(r["delay_p95_ms"], 1),
-                _number(r["loss"], 2, 100),
+                _number(r["loss_pct"], 2),
                 r["packets_sent"],
             ]
         )

@@ -12,7 +12,7 @@ from cclab.report.loading import Study
 METRICS = [
     ("throughput_mbps", "throughput (Mbit/s)", 1.0, 2),
     ("delay_p95_ms", "p95 one-way delay (ms)", 1.0, 1),
-    ("loss", "loss (%)", 100.0, 2),
+    ("loss_pct", "loss (%)", 1.0, 2),
     ("utilisation", "utilisation (%)", 100.0, 1),
 ]
 
@@ -32,9 +32,10 @@ def run_table(study: Study) -> pd.DataFrame:
                 "throughput_mbps": float(total["throughput_mbps"]),
                 "delay_p95_ms": float(total["delay_p95_ms"]),
                 "queueing_p95_ms": float(total["queueing_p95_ms"]),
-                "loss": float(total["loss"]),
+                "loss_pct": float(total["loss_pct"]),
                 "utilisation": float(total["utilisation"]),
                 "jain_median": float(total["jain_median"]),
+                "jain_counted": float(total["jain_counted"]),
             }
         )
     return pd.DataFrame(rows)

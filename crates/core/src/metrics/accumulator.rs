@@ -13,7 +13,7 @@
 //! purpose: reporting an exact ns minimum next to a floored p95 could show p95 < min.
 
 use super::histogram::DelayHist;
-use super::{FlowSummary, JainRow, Metrics, MetricsConfig, SeriesRow};
+use super::{FlowSummary, JainRow, Metrics, MetricsConfig, Schedule, SeriesRow};
 use crate::record::{Fate, PacketKind, PacketRecord, NEVER};
 
 const P95: f64 = 95.0;
@@ -40,6 +40,12 @@ struct Counts {
     /// NEVER until a delivery is seen.
     first_delivery: u64,
     last_delivery: u64,
+    /// Bytes delivered at `first_delivery` (the largest packet on a tie, so that the value does
+    /// not depend on the records' order): served before the delivery span began.
+    first_delivery_bytes: u64,
+    /// NEVER until a send is seen; the span of sends schedules a flow without a schedule.
+    first_sent: u64,
+    last_sent: u64,
     delay_sum_ns: u128,
 }
 
@@ -54,6 +60,9 @@ impl Default for Counts {
             retransmissions: 0,
             first_delivery: NEVER,
             last_delivery: 0,
+            first_delivery_bytes: 0,
+            first_sent: NEVER,
+            last_sent: 0,
             delay_sum_ns: 0,
         }
     }
@@ -67,9 +76,19 @@ impl Counts {
         self.bytes_delivered += o.bytes_delivered;
         self.packets_dropped += o.packets_dropped;
         self.retransmissions += o.retransmissions;
-        self.first_delivery = self.first_delivery.min(o.first_delivery);
+        self.note_first_delivery(o.first_delivery, o.first_delivery_bytes);
         self.last_delivery = self.last_delivery.max(o.last_delivery);
+        self.first_sent = self.first_sent.min(o.first_sent);
+        self.last_sent = self.last_sent.max(o.last_sent);
         self.delay_sum_ns += o.delay_sum_ns;
+    }
+
+    fn note_first_delivery(&mut self, t: u64, bytes: u64) {
+        if t < self.first_delivery {
+            (self.first_delivery, self.first_delivery_bytes) = (t, bytes);
+        } else if t == self.first_delivery {
+            self.first_delivery_bytes = self.first_delivery_bytes.max(bytes);
+        }
     }
 
     /// `p95`, `min` and `queueing_p95` in µs, from the matching histograms.
@@ -101,7 +120,11 @@ impl Counts {
             delay_min_ms: us_ms(min),
             queueing_p95_ms: us_ms(q95),
             // In-flight bytes count as not delivered, as in the Pantheon (ingress vs egress).
-            loss: if self.bytes_sent > 0 { 1.0 - self.bytes_delivered as f64 / self.bytes_sent as f64 } else { 0.0 },
+            loss_pct: if self.bytes_sent > 0 {
+                100.0 * (1.0 - self.bytes_delivered as f64 / self.bytes_sent as f64)
+            } else {
+                0.0
+            },
         }
     }
 }
@@ -201,6 +224,8 @@ impl MetricsAccumulator {
         acc.counts.packets_sent += 1;
         acc.counts.bytes_sent += size;
         acc.counts.retransmissions += retx as u64;
+        acc.counts.first_sent = acc.counts.first_sent.min(sent);
+        acc.counts.last_sent = acc.counts.last_sent.max(sent);
         acc.bin(index(sent, bin)).sent_bytes += size;
         match fate {
             // A "delivered" record without an arrival time is corrupt; counting it as delivered
@@ -209,7 +234,7 @@ impl MetricsAccumulator {
                 let c = &mut acc.counts;
                 c.packets_delivered += 1;
                 c.bytes_delivered += size;
-                c.first_delivery = c.first_delivery.min(arrived);
+                c.note_first_delivery(arrived, size);
                 c.last_delivery = c.last_delivery.max(arrived);
                 let delay = arrived.saturating_sub(sent);
                 c.delay_sum_ns += delay as u128;
@@ -243,7 +268,8 @@ impl MetricsAccumulator {
         self.flows.iter().map(per_flow).sum()
     }
 
-    /// `capacity_bits(t0, t1)`: bits the link could have delivered in [t0, t1).
+    /// `capacity_bits(t0, t1)`: bits the link could have delivered in (t0, t1], both times
+    /// being deliveries as the records see them (the caller shifts them to the link's clock).
     pub fn finish(self, capacity_bits: &dyn Fn(u64, u64) -> f64) -> Metrics {
         let mut total = Counts::default();
         let mut pooled = DelayHist::default();
@@ -271,15 +297,19 @@ impl MetricsAccumulator {
         if total.packets_delivered >= 2 && span > 0 {
             let bits = capacity_bits(total.first_delivery, total.last_delivery);
             capacity_mbps = bits * 1000.0 / span as f64;
-            if capacity_mbps > 0.0 {
-                utilisation = total_summary.throughput_mbps / capacity_mbps;
+            // The same span for both: the first delivery's bits left the link before it began.
+            let delivered_bits = ((total.bytes_delivered - total.first_delivery_bytes) * 8) as f64;
+            if bits > 0.0 {
+                utilisation = delivered_bits / bits;
             }
         }
 
         let series = self.series();
         let jain = self.jain(&total);
         let jain_median = median(jain.iter().filter(|r| r.counted).map(|r| r.jain).collect());
-        Metrics { flows, total: total_summary, capacity_mbps, utilisation, series, jain, jain_median }
+        let counted = jain.iter().filter(|r| r.counted).count();
+        let jain_counted = if jain.is_empty() { f64::NAN } else { counted as f64 / jain.len() as f64 };
+        Metrics { flows, total: total_summary, capacity_mbps, utilisation, series, jain, jain_median, jain_counted }
     }
 
     fn series(&self) -> Vec<SeriesRow> {
@@ -308,30 +338,58 @@ impl MetricsAccumulator {
         rows
     }
 
+    /// Each flow's schedule: the configured one, or else its sends' span shifted by its
+    /// minimum one-way delay (None for a flow that sent nothing and has no configured one).
+    fn schedules(&self) -> Vec<Option<Schedule>> {
+        let derived = |acc: &FlowAcc| {
+            (acc.counts.packets_sent > 0).then(|| {
+                let lag = acc.hist.min().unwrap_or(0) * 1000;
+                Schedule { start: acc.counts.first_sent + lag, stop: acc.counts.last_sent + lag }
+            })
+        };
+        let n = self.flows.len().max(self.cfg.schedule.len());
+        (0..n).map(|f| self.cfg.schedule.get(f).copied().or_else(|| self.flows.get(f).and_then(derived))).collect()
+    }
+
     fn jain(&self, total: &Counts) -> Vec<JainRow> {
         if total.packets_delivered == 0 {
             return Vec::new();
         }
-        let width = self.cfg.jain_bucket;
-        let index = |t: u64| (t.saturating_sub(self.cfg.origin) / width) as usize;
+        let (width, origin) = (self.cfg.jain_bucket, self.cfg.origin);
+        let index = |t: u64| (t.saturating_sub(origin) / width) as usize;
+        let schedules = self.schedules();
         let mut rows = Vec::new();
-        let mut previous = None;
+        let mut previous: Option<Vec<usize>> = None;
         for k in index(total.first_delivery)..=index(total.last_delivery) {
-            let (mut n, mut sum, mut sum_sq) = (0u32, 0u128, 0u128);
-            for acc in &self.flows {
-                let x = acc.jain.get(k).copied().unwrap_or(0) as u128;
-                if x > 0 {
-                    n += 1;
-                    sum += x;
-                    sum_sq += x * x;
-                }
+            let (b0, b1) = (origin + k as u64 * width, origin + (k as u64 + 1) * width);
+            // Flows scheduled during any part of the bucket.
+            let scheduled: Vec<usize> = schedules
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| s.is_some_and(|s| s.start < b1 && s.stop > b0))
+                .map(|(f, _)| f)
+                .collect();
+            let (mut delivering, mut sum, mut sum_sq) = (0u32, 0u128, 0u128);
+            for &f in &scheduled {
+                let x = self.flows.get(f).and_then(|acc| acc.jain.get(k)).copied().unwrap_or(0) as u128;
+                delivering += (x > 0) as u32;
+                sum += x;
+                sum_sq += x * x;
             }
-            let jain = if n > 0 { (sum * sum) as f64 / (n as u128 * sum_sq) as f64 } else { f64::NAN };
-            // Copa's script skips a bucket whose flow count differs from the previous bucket's:
-            // a flow arriving or leaving mid-bucket would make the index meaningless.
-            let counted = n > 0 && (previous.is_none() || previous == Some(n));
-            previous = Some(n);
-            rows.push(JainRow { t: k as u64 * width, active_flows: n, jain, counted });
+            let n = scheduled.len() as u128;
+            let jain = if sum > 0 { (sum * sum) as f64 / (n * sum_sq) as f64 } else { f64::NAN };
+            // Copa's script skips a bucket where the set of flows changes: a flow starting or
+            // stopping mid-bucket would make the index meaningless. An idle bucket (nothing
+            // delivered by any scheduled flow) has no index.
+            let counted = sum > 0 && previous.as_ref().is_none_or(|p| *p == scheduled);
+            rows.push(JainRow {
+                t: k as u64 * width,
+                active_flows: scheduled.len() as u32,
+                delivering_flows: delivering,
+                jain,
+                counted,
+            });
+            previous = Some(scheduled);
         }
         rows
     }

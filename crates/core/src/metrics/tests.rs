@@ -5,7 +5,7 @@ use crate::record::{Fate, PacketKind, PacketLog, NEVER};
 use crate::time::MS;
 
 fn cfg(n_flows: usize, bin: u64, jain_bucket: u64) -> MetricsConfig {
-    MetricsConfig { n_flows, bin, jain_bucket, origin: 0 }
+    MetricsConfig { n_flows, bin, jain_bucket, origin: 0, schedule: Vec::new() }
 }
 
 /// A data record; `arrived` in ns or NEVER.
@@ -112,7 +112,7 @@ fn hand_computed_flow_summaries() {
     assert_close!(f0.delay_mean_ms, 66.0 / 5.0);
     assert_close!(f0.delay_min_ms, 10.0);
     assert_close!(f0.queueing_p95_ms, 10.0);
-    assert_close!(f0.loss, 1.0 / 6.0);
+    assert_close!(f0.loss_pct, 100.0 * 1.0 / 6.0);
 
     // The in-flight packet is sent, neither delivered nor dropped, and counts as lost bytes.
     let f1 = &m.flows[1];
@@ -125,7 +125,7 @@ fn hand_computed_flow_summaries() {
     assert_close!(f1.delay_mean_ms, 77.5 / 5.0);
     assert_close!(f1.delay_min_ms, 15.0);
     assert_close!(f1.queueing_p95_ms, 1.0);
-    assert_close!(f1.loss, 1.0 - 2500.0 / 3500.0);
+    assert_close!(f1.loss_pct, 100.0 * (1.0 - 2500.0 / 3500.0));
 
     // 27.0015 ms floors to 27 001 µs in the order statistics; the mean stays exact.
     let f2 = &m.flows[2];
@@ -137,7 +137,7 @@ fn hand_computed_flow_summaries() {
     assert_close!(f2.delay_mean_ms, 87.0015 / 3.0);
     assert_close!(f2.delay_min_ms, 27.001);
     assert_close!(f2.queueing_p95_ms, 2.999);
-    assert_close!(f2.loss, 0.25);
+    assert_close!(f2.loss_pct, 100.0 * 0.25);
 
     let t = &m.total;
     assert_eq!(t.flow, None);
@@ -153,10 +153,12 @@ fn hand_computed_flow_summaries() {
     // Per packet minus own flow's min: [0 0 0 0 .5 1 1 2 2 2 2.999 2.999 10] → rank 11 → 2.999;
     // neither the pooled p95 − pooled min (20) nor the maximum (10).
     assert_close!(t.queueing_p95_ms, 2.999);
-    assert_close!(t.loss, 1.0 - 12000.0 / 15500.0);
+    assert_close!(t.loss_pct, 100.0 * (1.0 - 12000.0 / 15500.0));
 
     assert_close!(m.capacity_mbps, 1.0);
-    assert_close!(m.utilisation, 0.096 / 0.325);
+    // The first delivery (flow 0's 1000 B at 10 ms) left the link before the span began: the
+    // other 11 000 B over the 325 ms the capacity is measured over.
+    assert_close!(m.utilisation, 0.088 / 0.325);
 }
 
 #[test]
@@ -194,36 +196,96 @@ fn hand_computed_series() {
 #[test]
 fn hand_computed_jain() {
     let m = run(cfg(3, 100 * MS, 50 * MS), &hand_log(), &one_mbps);
-    // Delivered bytes per 50-ms bucket (by arrival):
-    //   k0 f0 2000                 n 1  J 1                        counted (first bucket)
-    //   k1 f0 1000, f1 1500        n 2  J 2500²/(2·(1000²+1500²))  skipped (1 → 2 flows)
-    //   k2 f0 1000, f1 500         n 2  J 1500²/(2·(1000²+500²))   counted = 0.9
-    //   k3 —                       n 0  NaN                        skipped
-    //   k4 f2 3000                 n 1  J 1                        skipped (0 → 1)
-    //   k5 f0 1000, f2 1500        n 2  J as k1                    skipped (1 → 2)
-    //   k6 f1 500                  n 1  J 1                        skipped (2 → 1)
+    // No schedule given: each flow is scheduled from its first send to its last, shifted by its
+    // minimum delay: f0 [10, 260], f1 [55, 335], f2 [227.001, 287.001] ms (the minimum is
+    // floored to whole µs). Delivered bytes per 50-ms bucket (by arrival), over scheduled flows:
+    //   k0 {0}      f0 2000                 J 1                      counted (first bucket)
+    //   k1 {0,1}    f0 1000, f1 1500        J j                      skipped (set changed)
+    //   k2 {0,1}    f0 1000, f1 500         J 0.9                    counted
+    //   k3 {0,1}    nothing delivered       NaN                      skipped (idle)
+    //   k4 {0,1,2}  f2 3000: f0, f1 starved J 1/3                    skipped (set changed)
+    //   k5 {0,1,2}  f0 1000, f1 0, f2 1500  J 2500²/(3·(1000²+1500²)) counted: f1 starved
+    //   k6 {1}      f1 500                  J 1                      skipped (set changed)
     let j = 6.25 / 6.5;
     let expected = [
-        (1, 1.0, true),
-        (2, j, false),
-        (2, 0.9, true),
-        (0, f64::NAN, false),
-        (1, 1.0, false),
-        (2, j, false),
-        (1, 1.0, false),
+        (1, 1, 1.0, true),
+        (2, 2, j, false),
+        (2, 2, 0.9, true),
+        (2, 0, f64::NAN, false),
+        (3, 1, 1.0 / 3.0, false),
+        (3, 2, 6.25 / 9.75, true),
+        (1, 1, 1.0, false),
     ];
     assert_eq!(m.jain.len(), expected.len(), "{:#?}", m.jain);
-    for (k, (row, &(n, jain, counted))) in m.jain.iter().zip(&expected).enumerate() {
+    for (k, (row, &(n, delivering, jain, counted))) in m.jain.iter().zip(&expected).enumerate() {
         assert_eq!(row.t, k as u64 * 50 * MS);
-        assert_eq!((row.active_flows, row.counted), (n, counted), "bucket {k}");
+        assert_eq!((row.active_flows, row.delivering_flows, row.counted), (n, delivering, counted), "bucket {k}");
         if jain.is_nan() {
             assert!(row.jain.is_nan());
         } else {
             assert_close!(row.jain, jain);
         }
     }
-    // Median of the two counted buckets [1.0, 0.9], numpy style: their mean.
-    assert_close!(m.jain_median, 0.95);
+    // Median of [1.0, 0.9, 0.641]; the old rule (flows that delivered) had [1.0, 0.9] → 0.95.
+    assert_close!(m.jain_median, 0.9);
+    assert_close!(m.jain_counted, 3.0 / 7.0);
+}
+
+/// Issue 9: a flow that is scheduled and delivers nothing counts as zero, where it used to
+/// vanish from the bucket and leave the lone delivering flow a perfect 1.0.
+#[test]
+fn a_starved_flow_lowers_jain() {
+    let schedule = vec![Schedule { start: 0, stop: 1_000 * MS }; 2];
+    let c = MetricsConfig { schedule, ..cfg(2, 100 * MS, 100 * MS) };
+    // Flow 0 delivers 1000 B every 10 ms for a second; flow 1 sends every 100 ms and loses all.
+    let mut log = Vec::new();
+    for i in 0..100u64 {
+        log.push(data(i, 0, 1000, i * 10 * MS, i * 10 * MS + 5 * MS, Fate::Delivered));
+    }
+    for i in 0..10u64 {
+        log.push(data(1000 + i, 1, 1000, i * 100 * MS, NEVER, Fate::DropQueue));
+    }
+    let m = run(c, &log, &one_mbps);
+    // Buckets 0 … 9 (last delivery at 995 ms): every one whole, the set {0, 1} unchanged.
+    assert_eq!(m.jain.len(), 10);
+    assert!(m.jain.iter().all(|r| r.active_flows == 2 && r.delivering_flows == 1 && r.counted));
+    assert_close!(m.jain_median, 0.5);
+    assert_close!(m.jain_counted, 1.0);
+}
+
+/// A flow starting mid-run (Copa's rule): the bucket it starts in is skipped, and none after it
+/// once the set is stable.
+#[test]
+fn jain_skips_the_buckets_where_the_schedule_changes() {
+    let schedule = vec![Schedule { start: 0, stop: 1_000 * MS }, Schedule { start: 450 * MS, stop: 1_000 * MS }];
+    let c = MetricsConfig { schedule, ..cfg(2, 100 * MS, 100 * MS) };
+    let mut log = Vec::new();
+    for i in 0..100u64 {
+        log.push(data(i, 0, 1000, i * 10 * MS, i * 10 * MS + 5 * MS, Fate::Delivered));
+        if i >= 50 {
+            log.push(data(1000 + i, 1, 1000, i * 10 * MS, i * 10 * MS + 5 * MS, Fate::Delivered));
+        }
+    }
+    let m = run(c, &log, &one_mbps);
+    let got: Vec<_> = m.jain.iter().map(|r| (r.active_flows, r.counted)).collect();
+    let mut expected = vec![(1, true); 4];
+    expected.push((2, false));
+    expected.extend([(2, true); 5]);
+    assert_eq!(got, expected);
+    assert_close!(m.jain_median, 1.0);
+    assert_close!(m.jain_counted, 0.9);
+}
+
+/// Issue 9: on a fully used constant link, utilisation is at most 1, where throughput over the
+/// delivery span (which counts the first packet, served before the span began) divided by the
+/// capacity over that span exceeded it.
+#[test]
+fn utilisation_of_a_saturated_link_is_at_most_one() {
+    // 1 Mbit/s: a 1000-B packet takes 8 ms; 50 of them back to back, delivered 8 ms apart.
+    let log: Vec<_> = (0..50u64).map(|i| data(i, 0, 1000, 0, (i + 1) * 8 * MS, Fate::Delivered)).collect();
+    let m = run(cfg(1, 100 * MS, 100 * MS), &log, &one_mbps);
+    assert_close!(m.utilisation, 1.0);
+    assert!(m.total.throughput_mbps > m.capacity_mbps, "the span still counts every delivered bit");
 }
 
 #[test]
@@ -255,9 +317,9 @@ fn no_deliveries_gives_defined_values() {
     assert_eq!((f0.packets_sent, f0.packets_delivered, f0.packets_dropped), (2, 0, 1));
     assert_eq!((f0.first_delivery, f0.last_delivery, f0.throughput_mbps), (0, 0, 0.0));
     assert!(f0.delay_p95_ms.is_nan() && f0.delay_mean_ms.is_nan() && f0.queueing_p95_ms.is_nan());
-    assert_close!(f0.loss, 1.0);
+    assert_close!(f0.loss_pct, 100.0 * 1.0);
     // Flow 1 never sent: nothing lost.
-    assert_eq!((m.flows[1].packets_sent, m.flows[1].loss), (0, 0.0));
+    assert_eq!((m.flows[1].packets_sent, m.flows[1].loss_pct), (0, 0.0));
     assert!(m.jain.is_empty() && m.jain_median.is_nan());
     assert_eq!((m.capacity_mbps, m.utilisation), (0.0, 0.0));
     // The sending rate is still reported.
@@ -468,7 +530,7 @@ fn histogram_iterates_in_order_across_pages_blocks_and_far_values() {
 
 #[test]
 fn origin_and_times_before_it() {
-    let c = MetricsConfig { n_flows: 1, bin: 100 * MS, jain_bucket: 50 * MS, origin: 1_000 * MS };
+    let c = MetricsConfig { origin: 1_000 * MS, ..cfg(1, 100 * MS, 50 * MS) };
     // Sent before the origin: its sending counts in the first bin.
     let log = [
         data(1, 0, 1000, 990 * MS, 1_010 * MS, Fate::Delivered),
@@ -478,7 +540,9 @@ fn origin_and_times_before_it() {
     let bins: Vec<_> = m.series.iter().map(|r| (r.t / MS, r.sending_mbps, r.throughput_mbps)).collect();
     assert_eq!(bins, vec![(0, 0.08, 0.08), (100, 0.08, 0.08)]);
     let buckets: Vec<_> = m.jain.iter().map(|r| (r.t / MS, r.active_flows, r.counted)).collect();
-    assert_eq!(buckets, vec![(0, 1, true), (50, 0, false), (100, 0, false), (150, 1, false)]);
+    // Scheduled from its first send + its minimum delay (1 000 ms) to its last (1 160 ms): the
+    // empty buckets between keep the flow (idle, so no index).
+    assert_eq!(buckets, vec![(0, 1, true), (50, 1, false), (100, 1, false), (150, 1, true)]);
     // Summary times stay absolute.
     assert_eq!((m.total.first_delivery, m.total.last_delivery), (1_010 * MS, 1_160 * MS));
 }

@@ -19,7 +19,7 @@ fn distinct_summary(flow: Option<u32>, base: u64) -> FlowSummary {
         delay_mean_ms: base as f64 + 0.3,
         delay_min_ms: base as f64 + 0.4,
         queueing_p95_ms: base as f64 + 0.5,
-        loss: base as f64 + 0.6,
+        loss_pct: base as f64 + 0.6,
     }
 }
 
@@ -37,8 +37,9 @@ fn metrics() -> Metrics {
             delay_mean_ms: 5.0,
             delay_max_ms: 6.0,
         }],
-        jain: vec![JainRow { t: 7, active_flows: 2, jain: 0.9, counted: true }],
+        jain: vec![JainRow { t: 7, active_flows: 2, delivering_flows: 1, jain: 0.9, counted: true }],
         jain_median: 0.8,
+        jain_counted: 0.6,
     }
 }
 
@@ -80,7 +81,7 @@ fn summary_reads_every_field_into_its_column() {
         ("delay_mean_ms", 0.3),
         ("delay_min_ms", 0.4),
         ("queueing_p95_ms", 0.5),
-        ("loss", 0.6),
+        ("loss_pct", 0.6),
     ];
     for (name, offset) in floats {
         assert_eq!(f64s(&c, name), [100.0 + offset, 200.0 + offset, 300.0 + offset], "{name}");
@@ -90,6 +91,8 @@ fn summary_reads_every_field_into_its_column() {
     assert!(util[0].is_nan() && util[1].is_nan() && util[2] == 0.75);
     let jain = f64s(&c, "jain_median");
     assert!(jain[0].is_nan() && jain[1].is_nan() && jain[2] == 0.8);
+    let counted = f64s(&c, "jain_counted");
+    assert!(counted[0].is_nan() && counted[1].is_nan() && counted[2] == 0.6);
 }
 
 #[test]
@@ -102,10 +105,10 @@ fn a_flow_without_a_scheme_name_gets_an_empty_one() {
 fn scalar_series_and_jain_tables() {
     let m = metrics();
     let s = super::metrics(&m);
-    assert_eq!(s.names(), ["capacity_mbps", "utilisation", "jain_median"]);
+    assert_eq!(s.names(), ["capacity_mbps", "utilisation", "jain_median", "jain_counted"]);
     assert_eq!(
-        (f64s(&s, "capacity_mbps"), f64s(&s, "utilisation"), f64s(&s, "jain_median")),
-        (vec![12.0], vec![0.75], vec![0.8])
+        (f64s(&s, "capacity_mbps"), f64s(&s, "utilisation"), f64s(&s, "jain_median"), f64s(&s, "jain_counted")),
+        (vec![12.0], vec![0.75], vec![0.8], vec![0.6])
     );
     let t = timeseries(&m);
     assert_eq!(t.get("flow"), Some(&Data::U32(vec![1])));
@@ -117,6 +120,7 @@ fn scalar_series_and_jain_tables() {
     let j = jain(&m);
     assert_eq!(j.get("t_ns"), Some(&Data::U64(vec![7])));
     assert_eq!(j.get("active_flows"), Some(&Data::U32(vec![2])));
+    assert_eq!(j.get("delivering_flows"), Some(&Data::U32(vec![1])));
     assert_eq!(f64s(&j, "jain"), [0.9]);
     assert_eq!(j.get("counted"), Some(&Data::Bool(vec![true])));
 }
@@ -192,12 +196,12 @@ fn names_are_unique_and_documented() {
 }
 
 /// A unit named in the docs is one the summary's name suffix agrees with, so `_ms` columns
-/// are in ms and `_ns` columns in ns.
+/// are in ms, `_ns` columns in ns and `_pct` columns in percent.
 #[test]
 fn name_suffixes_agree_with_units() {
     for table in tables() {
         for c in &table.columns {
-            for (suffix, unit) in [("_ms", "ms"), ("_ns", "ns"), ("_mbps", "Mbit/s"), ("_s", "s")] {
+            for (suffix, unit) in [("_ms", "ms"), ("_ns", "ns"), ("_mbps", "Mbit/s"), ("_s", "s"), ("_pct", "%")] {
                 if c.name.ends_with(suffix) {
                     assert_eq!(c.unit, unit, "{}.{}", table.name, c.name);
                 }

@@ -107,11 +107,11 @@ pub fn sweep(flow: &str) {
         crate::common::assert_conserved(&a);
         assert!(a.metrics.total.packets_delivered > 0, "nothing delivered on\n{text}");
         eprintln!(
-            "{}: {} packets delivered, {:.1} Mbit/s, loss {:.3}, {:.3} s wall",
+            "{}: {} packets delivered, {:.1} Mbit/s, loss {:.2} %, {:.3} s wall",
             link.lines().next().unwrap_or(""),
             a.metrics.total.packets_delivered,
             a.metrics.total.throughput_mbps,
-            a.metrics.total.loss,
+            a.metrics.total.loss_pct,
             a.stats.wall_secs
         );
         let b = crate::common::run(&s, false);

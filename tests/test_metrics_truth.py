@@ -1,0 +1,50 @@
+"""Issue 9's numbers that misled: Jain's index over a starved flow, utilisation above 100 %, and
+loss whose unit the archive and the tables disagreed on."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+import cclab
+from cclab.archive_index import runs
+from cclab.result import SCHEMA
+from conftest import SCENARIOS
+
+
+def test_jain_over_starved_flows_is_below_one() -> None:
+    # Three staggered Cubic flows on an unbounded queue: the first keeps almost all of the link
+    # (about 11.9 / 0.1 / 0.03 Mbit/s). A bucket used to count only the flows that delivered in
+    # it, so this run's median Jain was 1.000.
+    result = cclab.run(SCENARIOS / "pantheon-3flows.toml")
+    flows = result.summary[result.summary["flow"].notna()]
+    assert flows["throughput_mbps"].iloc[0] > 50 * flows["throughput_mbps"].iloc[1:].max()
+    total = result.summary.iloc[-1]
+    assert total["jain_median"] < 0.9
+    assert 0.5 < total["jain_counted"] <= 1.0
+    jain = result.jain
+    # Once all three are scheduled, each counted bucket takes the index over all three.
+    late = jain[(jain["t_ns"] >= 21_000_000_000) & (jain["t_ns"] < 30_000_000_000)]
+    assert (late["active_flows"] == 3).all()
+    assert (late["delivering_flows"] < 3).any()
+
+
+def test_utilisation_of_a_saturated_link_is_at_most_one() -> None:
+    # Cubic alone on a constant 12 Mbit/s link with an unbounded queue keeps it busy: the
+    # utilisation was 1.0001 when the first packet's bits counted against a span they preceded.
+    total = cclab.run(SCENARIOS / "pantheon-1flow.toml").summary.iloc[-1]
+    assert 0.999 < total["utilisation"] <= 1.0
+
+
+def test_loss_is_in_percent_in_the_files_the_index_and_its_name(tmp_path) -> None:
+    units = {name: unit for name, _, unit, _ in SCHEMA["summary"]}
+    assert units["loss_pct"] == "%" and "loss" not in units
+    result = cclab.run(SCENARIOS / "pantheon-1flow.toml", duration="5s")
+    result.save(tmp_path / "run")
+    stored = pd.read_parquet(tmp_path / "run" / "summary.parquet")
+    sent, delivered = stored["bytes_sent"].iloc[-1], stored["bytes_delivered"].iloc[-1]
+    assert stored["loss_pct"].iloc[-1] == 100 * (1 - delivered / sent)
+    loss = stored["loss_pct"].iloc[-1]
+    assert loss > 1.0  # so that a fraction-minded `loss_pct < 1` would wrongly match
+    # The index holds the same percent: "< 1" means one percent, and matches nothing here.
+    assert runs(root=tmp_path, where="loss_pct < 1").empty
+    assert len(runs(root=tmp_path, where=f"loss_pct > {loss - 0.01}")) == 1
