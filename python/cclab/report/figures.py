@@ -17,7 +17,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter, NullFormatter
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from cclab.report.capacity import capacity_of
 from cclab.report.ellipse import one_sigma_ellipse
@@ -62,9 +62,24 @@ def _use_log(axis_values: np.ndarray) -> bool:
     return len(values) > 1 and values.max() / values.min() >= WIDE_RANGE
 
 
-def _log_axis(ax: Axes, which: str) -> None:
+def log_subdivisions(low: float, high: float) -> tuple[float, ...]:
+    """The mantissas that get a labelled tick on a log axis from `low` to `high`: powers of ten
+    alone leave a span like 50-250 ms with one label (100), so narrower spans label more of
+    each decade, enough that every span of a factor WIDE_RANGE carries at least three."""
+    decades = np.log10(high / low) if low > 0 and high > low else 0.0
+    if decades < 1.5:
+        return (1.0, 2.0, 3.0, 5.0, 7.0)
+    if decades < 3.0:
+        return (1.0, 2.0, 5.0)
+    return (1.0,)
+
+
+def _log_axis(ax: Axes, which: str, values: np.ndarray) -> None:
     axis = ax.xaxis if which == "x" else ax.yaxis
     (ax.set_xscale if which == "x" else ax.set_yscale)("log")
+    shown = values[np.isfinite(values) & (values > 0)]
+    subs = log_subdivisions(float(shown.min()), float(shown.max()))
+    axis.set_major_locator(LogLocator(base=10.0, subs=subs))
     axis.set_major_formatter(FuncFormatter(_plain_number))
     axis.set_minor_formatter(NullFormatter())
 
@@ -83,7 +98,10 @@ def throughput_delay(study: Study) -> ReportFigure:
         x = of_scheme["delay_p95_ms"].to_numpy(dtype=float)
         y = of_scheme["throughput_mbps"].to_numpy(dtype=float)
         ax.scatter(x, y, s=22, color=c, alpha=0.55, linewidths=0)
-        ellipse = one_sigma_ellipse(x, y)
+        # Identical runs (a deterministic path) have no spread: say so rather than draw a
+        # zero-size ellipse that reads as a drawing error.
+        identical = len(of_scheme) > 1 and np.ptp(x) == 0 and np.ptp(y) == 0
+        ellipse = None if identical else one_sigma_ellipse(x, y)
         if ellipse is not None:
             ax.plot(ellipse.delay, ellipse.throughput, color=c, linewidth=1.4)
             cx, cy = ellipse.centre_delay, ellipse.centre_throughput
@@ -93,7 +111,7 @@ def throughput_delay(study: Study) -> ReportFigure:
             cx, cy = float(np.nanmean(x)), float(np.nanmean(y))
         ax.scatter([cx], [cy], s=90, color=c, edgecolors="black", linewidths=0.8, zorder=3)
         ax.annotate(
-            f"{scheme} ({len(of_scheme)})",
+            f"{scheme} ({len(of_scheme)}{', all identical' if identical else ''})",
             (cx, cy),
             xytext=(7, 7),
             textcoords="offset points",
@@ -102,9 +120,9 @@ def throughput_delay(study: Study) -> ReportFigure:
             color=c,
         )
     if _use_log(delays):
-        _log_axis(ax, "x")
+        _log_axis(ax, "x", delays)
     if _use_log(tputs):
-        _log_axis(ax, "y")
+        _log_axis(ax, "y", tputs)
     ax.invert_xaxis()
     ax.set_xlabel("95th-percentile one-way delay (ms)  ← worse · better →")
     ax.set_ylabel("average throughput (Mbit/s)")
@@ -121,7 +139,8 @@ def throughput_delay(study: Study) -> ReportFigure:
         "the runs in "
         "(log delay, log throughput), from the eigenvectors and square-rooted eigenvalues of "
         "their sample covariance, as in the Pantheon's calibrated-emulator comparison. The "
-        "number after a scheme's name is its count of runs."
+        'number after a scheme\'s name is its count of runs; "all identical" marks a scheme '
+        "whose runs gave the same throughput and delay (no spread, so no ellipse)."
     )
     return ReportFigure("throughput-delay", "Throughput and delay", definition, fig)
 
