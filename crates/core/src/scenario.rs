@@ -563,9 +563,12 @@ impl Scenario {
         let mut s = Self::parse_with(&text, &file, overrides).map_err(|e| attribute_to_overrides(e, overrides))?;
         for trace in [&mut s.link.trace, &mut s.link.reverse_trace].into_iter().flatten() {
             if trace.is_relative() {
+                // Absolute, so that the run directory's scenario.toml (and the report reading
+                // it from any folder) still finds the trace; a missing file stays as written,
+                // for the error that names it.
                 let beside = path.parent().unwrap_or(Path::new(".")).join(&*trace);
-                if beside.exists() {
-                    *trace = beside;
+                if let Ok(absolute) = std::fs::canonicalize(&beside) {
+                    *trace = absolute;
                 }
             }
         }
