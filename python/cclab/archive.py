@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import platform
 import re
 import shutil
 import socket
@@ -28,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from cclab._core import __version__
+from cclab.provenance import environment
 
 if TYPE_CHECKING:
     from cclab.result import RunResult
@@ -69,14 +68,11 @@ def _meta(result: RunResult, command: list[str] | None, files: list[str]) -> dic
     return _json_safe(
         {
             "complete": True,
-            "cclab_version": __version__,
+            **environment(),
             "engine": result.engine,
             "name": result.name,
             "seed": result.seed,
             "source": result.source,
-            "host": socket.gethostname(),
-            "platform": platform.platform(),
-            "python": platform.python_version(),
             "started_at": result.started_at.isoformat(timespec="seconds"),
             "wall_secs": result.wall_secs,
             "command": command if command is not None else list(sys.argv),

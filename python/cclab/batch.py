@@ -39,10 +39,10 @@ from cclab.engines import DEFAULT_ENGINE, UnknownEngineError, engine_named
 from cclab.errors import SimulationError
 from cclab.experiment_dir import (
     RUNS_SUBDIR,
-    environment,
     finish,
     staged_experiment,
 )
+from cclab.provenance import environment
 from cclab.scenario_source import ScenarioSource, describe
 
 

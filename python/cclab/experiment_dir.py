@@ -14,17 +14,14 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import re
 import shutil
-import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from cclab._core import __version__
 from cclab.archive import make_staging_dir, runs_root
 
 EXPERIMENT_FILE = "experiment.json"
@@ -44,17 +41,6 @@ def new_archive_dir(name: str, suffix: str, when: datetime | None = None) -> Pat
         n += 1
         candidate = base.with_name(f"{base.name}-{n}")
     return candidate
-
-
-def environment() -> dict[str, Any]:
-    """Where an experiment ran, for its metadata."""
-    return {
-        "cclab_version": __version__,
-        "host": socket.gethostname(),
-        "platform": platform.platform(),
-        "python": platform.python_version(),
-        "cpus": os.cpu_count(),
-    }
 
 
 def _write_json(path: Path, data: dict[str, Any]) -> None:

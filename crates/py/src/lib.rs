@@ -74,6 +74,17 @@ fn run<'py>(
     }
 }
 
+/// What built this extension (see build.rs): empty strings where it was not known.
+fn build_info(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+    let info = PyDict::new(py);
+    info.set_item("version", env!("CARGO_PKG_VERSION"))?;
+    info.set_item("rustc", env!("CCLAB_BUILD_RUSTC"))?;
+    info.set_item("git_commit", env!("CCLAB_BUILD_GIT_COMMIT"))?;
+    info.set_item("git_dirty", env!("CCLAB_BUILD_GIT_DIRTY"))?;
+    info.set_item("profile", env!("CCLAB_BUILD_PROFILE"))?;
+    Ok(info)
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(validate, m)?)?;
@@ -83,6 +94,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(analyze::analyze, m)?)?;
     schema::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("BUILD_INFO", build_info(m.py())?)?;
     // What a scenario error names as its file when an override caused it.
     m.add("OVERRIDES_FILE", OVERRIDES_FILE)?;
     Ok(())

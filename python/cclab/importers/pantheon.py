@@ -19,7 +19,6 @@ from typing import Any
 
 from cclab.experiment_dir import (
     RUNS_SUBDIR,
-    environment,
     finish,
     new_archive_dir,
     staged_experiment,
@@ -27,6 +26,7 @@ from cclab.experiment_dir import (
 from cclab.importers.link_log import LogFormatError, read_link_log
 from cclab.importers.log_run import import_log, save_imported_run, to_run_result
 from cclab.importers.pantheon_stats import compare, read_stats
+from cclab.provenance import environment
 
 ENGINE = "import:pantheon"
 METADATA_FILE = "pantheon_metadata.json"
