@@ -20,6 +20,8 @@ from cclab.report import write_report
 REPO = Path(__file__).resolve().parent.parent
 ARTIFACTS = REPO / "target" / "test-artifacts"
 FIGURES = ["throughput-delay", "throughput-time", "delay-time", "jain-time", "jain-cdf"]
+#: Every run of the `experiment` fixture has its own time-series figure, collapsed under Runs.
+RUN_FIGURES = [f"run-{scheme}-r{i}" for scheme in ("cubic", "newreno") for i in (1, 2, 3)]
 CHROMIUM_FLAGS = [
     "--headless",
     "--no-sandbox",
@@ -86,7 +88,7 @@ def test_report_is_self_contained(experiment, tmp_path, cli):
     # Nothing is fetched from anywhere: no external URL in any src or href, no @import.
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", html)
     assert "@import" not in html
-    for key in FIGURES:
+    for key in FIGURES + RUN_FIGURES:
         match = re.search(
             rf'data-figure="{key}".*?src="data:image/svg\+xml;base64,([^"]+)".*?<figcaption>(.+?)'
             "</figcaption>",
@@ -104,6 +106,16 @@ def test_report_is_self_contained(experiment, tmp_path, cli):
     assert "newreno-r3" in html
     assert "rate = &quot;12Mbps&quot;" in html or 'rate = "12Mbps"' in html
     assert "Environment" in html and "cclab version" in html
+    # Each run's own figure sits collapsed in its section, beside its per-flow table.
+    for key in RUN_FIGURES:
+        section = re.search(
+            rf"<details>(?:(?!</details>).)*data-figure=\"{key}\".*?</details>", html, re.S
+        )
+        assert section and "throughput (Mbit/s)" in section.group(0), key
+    # The per-flow summary: a row per scheme and flow, mean ± sd over the three runs.
+    summary = html.split("Summary per flow", 1)[1].split("</table>", 1)[0]
+    for scheme in ("cubic", "newreno"):
+        assert len(re.findall(rf"<td>{scheme}</td><td>\d+</td><td>3</td>", summary)) >= 2, scheme
 
 
 def test_report_renders_in_chromium(experiment, tmp_path):
@@ -112,7 +124,7 @@ def test_report_renders_in_chromium(experiment, tmp_path):
     dom = _browser(page, profile, "--virtual-time-budget=5000", "--dump-dom")
     assert dom.returncode == 0, dom.stderr[-2000:]
     rendered = dict(re.findall(r'data-figure="([^"]+)"[^>]*data-rendered="([^"]+)"', dom.stdout))
-    assert set(rendered) == set(FIGURES), rendered
+    assert set(rendered) == set(FIGURES + RUN_FIGURES), rendered
     for key, size in rendered.items():
         width, height = (int(v) for v in size.split("x"))
         assert width > 300 and height > 200, (key, size)
@@ -140,6 +152,8 @@ def test_single_run_report(tmp_path, cli, write_scenario):
     html = (tmp_path / "r.html").read_text()
     assert "single run" in html
     assert all(f'data-figure="{key}"' in html for key in FIGURES)
+    # A single run's figures are its own: no second copy of them under Runs.
+    assert 'data-figure="run-' not in html
 
 
 def test_report_of_something_else_is_an_error(tmp_path, cli):

@@ -60,17 +60,20 @@ def write_report(
     # package's loading helpers, and only a report needs the plotting machinery.
     import matplotlib.pyplot as plt
 
-    from cclab.report.figures import all_figures
+    from cclab.report.figures import all_figures, run_figure
     from cclab.report.html_page import render
 
     study = load_study(directory)
     figures = all_figures(study)
+    # A single run's figures are already its own; an experiment's show each scheme's first run,
+    # so every run also gets its figure (collapsed under Runs).
+    per_run = {r.name: run_figure(r) for r in study.runs} if study.kind != "run" else {}
     try:
-        page = render(study, figures)
+        page = render(study, figures, per_run)
         if figures_dir is not None:
-            _save_figures(figures, Path(figures_dir))
+            _save_figures([*figures, *per_run.values()], Path(figures_dir))
     finally:
-        for figure in figures:
+        for figure in [*figures, *per_run.values()]:
             plt.close(figure.figure)
     target = Path(out) if out is not None else study.path / REPORT_FILE
     _write_atomically(target, page)

@@ -53,6 +53,12 @@ def representative(study: Study, scheme: str) -> RunData | None:
     return runs[0] if runs else None
 
 
+#: What the per-scheme time-series figures show of an experiment, said under each.
+FIRST_RUN_ONLY = (
+    "One panel per scheme, showing its first run; every run's own panels are under Runs."
+)
+
+
 def _plain_number(value: float, _position: object = None) -> str:
     return f"{value:g}"
 
@@ -183,39 +189,44 @@ def _bin_width_s(run: RunData) -> float:
     return float(np.min(np.diff(t))) if len(t) > 1 else 0.5
 
 
+def _draw_throughput(ax: Axes, run: RunData) -> None:
+    capacity = capacity_of(run)
+    width = _bin_width_s(run)
+    if capacity is not None:
+        edges = np.append(capacity.t_s, capacity.t_s[-1] + width)
+        ax.stairs(capacity.mbps, edges, fill=True, color="linen", ec="tan", label=capacity.label)
+    for i, (flow, rows) in enumerate(run.timeseries.groupby("flow", sort=True)):
+        c = COLOURS[i % len(COLOURS)]
+        edges = np.append(rows["t_s"].to_numpy(), rows["t_s"].to_numpy()[-1] + width)
+        ax.stairs(rows["sending_mbps"].to_numpy(), edges, color=c, linestyle="--", lw=0.8)
+        mean = run.summary.loc[run.summary["flow"] == flow, "throughput_mbps"]
+        label = f"flow {flow} ({float(mean.iloc[0]):.2f} Mbit/s)" if len(mean) else None
+        ax.stairs(rows["throughput_mbps"].to_numpy(), edges, color=c, lw=1.4, label=label)
+    ax.set_ylabel("Mbit/s")
+    ax.set_ylim(bottom=0)
+    ax.grid(True, alpha=0.3)
+    _outside_legend(ax)
+
+
+THROUGHPUT_TIME = (
+    "Per flow, solid: delivered (egress) throughput = bits of the flow's data packets that "
+    "arrived in each time bin / bin width; dashed: sending (ingress) rate = bits the flow "
+    "sent in the bin / bin width. Bins (500 ms unless the scenario says otherwise) start at "
+    "the run's first event. The legend gives each flow's average throughput = delivered "
+    "bits / (last - first delivery of the flow). Shaded: the link's capacity per bin "
+    "(constant rate, trace delivery opportunities, or the opportunities logged in an "
+    "imported log)."
+)
+
+
 def throughput_over_time(study: Study) -> ReportFigure:
     fig, panels = _panels(study)
     for scheme, run, ax in panels:
-        capacity = capacity_of(run)
-        width = _bin_width_s(run)
-        if capacity is not None:
-            edges = np.append(capacity.t_s, capacity.t_s[-1] + width)
-            ax.stairs(
-                capacity.mbps, edges, fill=True, color="linen", ec="tan", label=capacity.label
-            )
-        for i, (flow, rows) in enumerate(run.timeseries.groupby("flow", sort=True)):
-            c = COLOURS[i % len(COLOURS)]
-            edges = np.append(rows["t_s"].to_numpy(), rows["t_s"].to_numpy()[-1] + width)
-            ax.stairs(rows["sending_mbps"].to_numpy(), edges, color=c, linestyle="--", lw=0.8)
-            mean = run.summary.loc[run.summary["flow"] == flow, "throughput_mbps"]
-            label = f"flow {flow} ({float(mean.iloc[0]):.2f} Mbit/s)" if len(mean) else None
-            ax.stairs(rows["throughput_mbps"].to_numpy(), edges, color=c, lw=1.4, label=label)
-        ax.set_ylabel("Mbit/s")
-        ax.set_ylim(bottom=0)
-        ax.grid(True, alpha=0.3)
-        _outside_legend(ax)
+        _draw_throughput(ax, run)
         _panel_title(ax, scheme, run)
     if panels:
         panels[-1][2].set_xlabel("time (s)")
-    definition = (
-        "Per flow, solid: delivered (egress) throughput = bits of the flow's data packets that "
-        "arrived in each time bin / bin width; dashed: sending (ingress) rate = bits the flow "
-        "sent in the bin / bin width. Bins (500 ms unless the scenario says otherwise) start at "
-        "the run's first event. The legend gives each flow's average throughput = delivered "
-        "bits / (last - first delivery of the flow). Shaded: the link's capacity per bin "
-        "(constant rate, trace delivery opportunities, or the opportunities logged in an "
-        "imported log). One panel per scheme, showing its first run."
-    )
+    definition = f"{THROUGHPUT_TIME} {FIRST_RUN_ONLY}"
     return ReportFigure("throughput-time", "Throughput over time", definition, fig)
 
 
@@ -241,72 +252,86 @@ def _packet_delays(run: RunData) -> pd.DataFrame | None:
     )
 
 
+def _draw_delay(ax: Axes, run: RunData) -> None:
+    width = _bin_width_s(run)
+    dots = _packet_delays(run)
+    for i, (flow, rows) in enumerate(run.timeseries.groupby("flow", sort=True)):
+        c = COLOURS[i % len(COLOURS)]
+        if dots is not None:
+            mine = dots[dots["flow"] == flow]
+            ax.scatter(
+                mine["t_s"], mine["delay_ms"], s=1, color=c, alpha=0.25, lw=0, rasterized=True
+            )
+        t = rows["t_s"].to_numpy() + width / 2
+        p95 = run.summary.loc[run.summary["flow"] == flow, "delay_p95_ms"]
+        value = float(p95.iloc[0]) if len(p95) else float("nan")
+        label = f"flow {flow} (p95 {value:.1f} ms)" if np.isfinite(value) else f"flow {flow}"
+        ax.plot(t, rows["delay_mean_ms"].to_numpy(), color=c, lw=1.4, label=label)
+        ax.plot(t, rows["delay_max_ms"].to_numpy(), color=c, lw=0.7, alpha=0.6, ls=":")
+    ax.set_ylabel("one-way delay (ms)")
+    ax.set_ylim(bottom=0)
+    ax.grid(True, alpha=0.3)
+    _outside_legend(ax)
+
+
+DELAY_TIME = (
+    "One-way delay of a delivered data packet = arrival time - send time (for imported "
+    "Pantheon and mahimahi logs, the DELAY the log records). Per flow and time bin (by "
+    "arrival): solid, the mean over the packets delivered in the bin; dotted, the maximum. "
+    "Bins without deliveries are gaps. When the run kept its packet log, each faint dot is "
+    f"one delivered packet (evenly thinned to {PACKET_DOTS:,} per panel), as in the "
+    "Pantheon's delay graphs. The legend gives each flow's 95th-percentile delay (nearest "
+    "rank over all its delivered packets)."
+)
+
+
 def delay_over_time(study: Study) -> ReportFigure:
     fig, panels = _panels(study)
     for scheme, run, ax in panels:
-        width = _bin_width_s(run)
-        dots = _packet_delays(run)
-        for i, (flow, rows) in enumerate(run.timeseries.groupby("flow", sort=True)):
-            c = COLOURS[i % len(COLOURS)]
-            if dots is not None:
-                mine = dots[dots["flow"] == flow]
-                ax.scatter(
-                    mine["t_s"], mine["delay_ms"], s=1, color=c, alpha=0.25, lw=0, rasterized=True
-                )
-            t = rows["t_s"].to_numpy() + width / 2
-            p95 = run.summary.loc[run.summary["flow"] == flow, "delay_p95_ms"]
-            value = float(p95.iloc[0]) if len(p95) else float("nan")
-            label = f"flow {flow} (p95 {value:.1f} ms)" if np.isfinite(value) else f"flow {flow}"
-            ax.plot(t, rows["delay_mean_ms"].to_numpy(), color=c, lw=1.4, label=label)
-            ax.plot(t, rows["delay_max_ms"].to_numpy(), color=c, lw=0.7, alpha=0.6, ls=":")
-        ax.set_ylabel("one-way delay (ms)")
-        ax.set_ylim(bottom=0)
-        ax.grid(True, alpha=0.3)
-        _outside_legend(ax)
+        _draw_delay(ax, run)
         _panel_title(ax, scheme, run)
     if panels:
         panels[-1][2].set_xlabel("time (s)")
-    definition = (
-        "One-way delay of a delivered data packet = arrival time - send time (for imported "
-        "Pantheon and mahimahi logs, the DELAY the log records). Per flow and time bin (by "
-        "arrival): solid, the mean over the packets delivered in the bin; dotted, the maximum. "
-        "Bins without deliveries are gaps. When the run kept its packet log, each faint dot is "
-        f"one delivered packet (evenly thinned to {PACKET_DOTS:,} per panel), as in the "
-        "Pantheon's delay graphs. The legend gives each flow's 95th-percentile delay (nearest "
-        "rank over all its delivered packets). One panel per scheme, its first run."
-    )
+    definition = f"{DELAY_TIME} {FIRST_RUN_ONLY}"
     return ReportFigure("delay-time", "One-way delay over time", definition, fig)
+
+
+def _draw_jain(ax: Axes, run: RunData) -> None:
+    jain = run.jain
+    t = jain["t_ns"].to_numpy() / 1e9 if len(jain) else np.array([])
+    counted = jain["counted"].to_numpy(dtype=bool) if len(jain) else np.array([], bool)
+    values = jain["jain"].to_numpy(dtype=float) if len(jain) else np.array([])
+    ax.plot(t, np.where(counted, values, np.nan), color=COLOURS[0], lw=1.1, label="counted")
+    ax.scatter(t[~counted], values[~counted], s=10, color="grey", marker="x", label="skipped")
+    if len(jain):
+        ax2 = ax.twinx()
+        ax2.step(t, jain["active_flows"], where="post", color="tab:orange", lw=0.8, alpha=0.6)
+        ax2.set_ylabel("active flows", color="tab:orange", fontsize=8)
+        ax2.set_ylim(bottom=0)
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel("Jain's index")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8, loc="lower right")
+
+
+JAIN_TIME = (
+    "Jain's fairness index per bucket (100 ms unless the scenario says otherwise) = "
+    "(Σ xᵢ)² / (n · Σ xᵢ²), where xᵢ is the bytes flow i delivered in the bucket and n the "
+    "number of flows that delivered any (the active flows, orange, right axis). As in the "
+    "Copa authors' script, a bucket whose active-flow count differs from the previous "
+    "bucket's is skipped (grey x): a flow arriving or leaving mid-bucket makes it "
+    "meaningless."
+)
 
 
 def jain_over_time(study: Study) -> ReportFigure:
     fig, panels = _panels(study)
     for scheme, run, ax in panels:
-        jain = run.jain
-        t = jain["t_ns"].to_numpy() / 1e9 if len(jain) else np.array([])
-        counted = jain["counted"].to_numpy(dtype=bool) if len(jain) else np.array([], bool)
-        values = jain["jain"].to_numpy(dtype=float) if len(jain) else np.array([])
-        ax.plot(t, np.where(counted, values, np.nan), color=COLOURS[0], lw=1.1, label="counted")
-        ax.scatter(t[~counted], values[~counted], s=10, color="grey", marker="x", label="skipped")
-        if len(jain):
-            ax2 = ax.twinx()
-            ax2.step(t, jain["active_flows"], where="post", color="tab:orange", lw=0.8, alpha=0.6)
-            ax2.set_ylabel("active flows", color="tab:orange", fontsize=8)
-            ax2.set_ylim(bottom=0)
-        ax.set_ylim(0, 1.05)
-        ax.set_ylabel("Jain's index")
-        ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=8, loc="lower right")
+        _draw_jain(ax, run)
         _panel_title(ax, scheme, run)
     if panels:
         panels[-1][2].set_xlabel("time (s)")
-    definition = (
-        "Jain's fairness index per bucket (100 ms unless the scenario says otherwise) = "
-        "(Σ xᵢ)² / (n · Σ xᵢ²), where xᵢ is the bytes flow i delivered in the bucket and n the "
-        "number of flows that delivered any (the active flows, orange, right axis). As in the "
-        "Copa authors' script, a bucket whose active-flow count differs from the previous "
-        "bucket's is skipped (grey x): a flow arriving or leaving mid-bucket makes it "
-        "meaningless. One panel per scheme, its first run."
-    )
+    definition = f"{JAIN_TIME} {FIRST_RUN_ONLY}"
     return ReportFigure("jain-time", "Jain's fairness index over time", definition, fig)
 
 
@@ -350,6 +375,21 @@ def jain_cdf(study: Study) -> ReportFigure:
         "A single-flow run has index 1 in every bucket."
     )
     return ReportFigure("jain-cdf", "Distribution of Jain's index", definition, fig)
+
+
+def run_figure(run: RunData) -> ReportFigure:
+    """One run's time series in one figure: throughput, one-way delay and Jain's index."""
+    fig, axes = plt.subplots(
+        3, 1, figsize=(WIDTH_IN, PANEL_HEIGHT_IN * 3 + 0.6), sharex=True, layout="constrained"
+    )
+    _draw_throughput(axes[0], run)
+    _draw_delay(axes[1], run)
+    _draw_jain(axes[2], run)
+    seed = f", seed {run.seed}" if run.seed is not None else ""
+    axes[0].set_title(f"{run.scheme} — {run.name}{seed}", fontsize=10, loc="left")
+    axes[2].set_xlabel("time (s)")
+    definition = f"Top: {THROUGHPUT_TIME} Middle: {DELAY_TIME} Bottom: {JAIN_TIME}"
+    return ReportFigure(f"run-{run.name}", f"{run.name}: time series", definition, fig)
 
 
 def all_figures(study: Study) -> list[ReportFigure]:

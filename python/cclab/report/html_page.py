@@ -18,7 +18,14 @@ import pandas as pd
 
 from cclab.report.figures import ReportFigure
 from cclab.report.loading import RunData, Study
-from cclab.report.tables import METRICS, run_table, scheme_summary
+from cclab.report.tables import (
+    FLOW_METRIC_NAMES,
+    FLOW_METRICS,
+    METRICS,
+    flow_summary,
+    run_table,
+    scheme_summary,
+)
 
 
 def _escaped(value: Any) -> Any:
@@ -87,6 +94,13 @@ def _run_rows(study: Study) -> list[list[Any]]:
     ]
 
 
+def _flow_summary_rows(study: Study) -> list[list[Any]]:
+    return [
+        [r["scheme"], r["flow"], r["runs"], *(r[short] for short in FLOW_METRIC_NAMES)]
+        for r in flow_summary(study).to_dict("records")
+    ]
+
+
 def _flow_rows(run: RunData) -> list[list[Any]]:
     rows = []
     for r in run.summary.to_dict("records"):
@@ -102,6 +116,16 @@ def _flow_rows(run: RunData) -> list[list[Any]]:
             ]
         )
     return rows
+
+
+def _commit(meta: dict[str, Any]) -> str | None:
+    """The source commit, marked when the tracked files differed from it."""
+    commit = meta.get("git_commit")
+    if not commit:
+        return None
+    if meta.get("git_dirty"):
+        return f"{commit} (with uncommitted changes)"
+    return commit if meta.get("git_dirty") is False else f"{commit} (clean state unknown)"
 
 
 def _meta_rows(study: Study) -> list[list[Any]]:
@@ -120,6 +144,8 @@ def _meta_rows(study: Study) -> list[list[Any]]:
         ("command", " ".join(meta.get("command") or first.get("command") or [])),
         ("source", meta.get("scenario", meta.get("source", first.get("source")))),
         ("cclab version", meta.get("cclab_version", first.get("cclab_version"))),
+        ("commit", _commit(meta if "git_commit" in meta else first)),
+        ("rust compiler", meta.get("rustc", first.get("rustc"))),
         ("host", meta.get("host", first.get("host"))),
         ("platform", meta.get("platform", first.get("platform"))),
         ("python", meta.get("python", first.get("python"))),
@@ -130,7 +156,18 @@ def _meta_rows(study: Study) -> list[list[Any]]:
     return [[k, v] for k, v in keys if v not in (None, "", [])]
 
 
-def render(study: Study, figures: list[ReportFigure]) -> str:
+def _figure_data(figure: ReportFigure) -> dict[str, str]:
+    return {
+        "key": figure.key,
+        "title": figure.title,
+        "definition": figure.definition,
+        "src": svg_data_uri(figure),
+    }
+
+
+def render(study: Study, figures: list[ReportFigure], run_figures: dict[str, ReportFigure]) -> str:
+    """The page: `figures` in the body, and under Runs each run's collapsed section with its
+    own time-series figure (`run_figures`, by run name) and per-flow table."""
     generated = datetime.now().astimezone().isoformat(timespec="seconds")
     what = f"experiment of {len(study.runs)} runs" if study.kind == "experiment" else "single run"
     return _TEMPLATES.get_template("report.html.j2").render(
@@ -138,17 +175,18 @@ def render(study: Study, figures: list[ReportFigure]) -> str:
         what=what,
         generated=generated,
         metric_headings=[heading for _, heading, _, _ in METRICS],
+        flow_metric_headings=[heading for _, heading, _, _ in FLOW_METRICS],
         scheme_rows=_scheme_rows(study),
-        figures=[
-            {
-                "key": figure.key,
-                "title": figure.title,
-                "definition": figure.definition,
-                "src": svg_data_uri(figure),
-            }
-            for figure in figures
-        ],
+        figures=[_figure_data(figure) for figure in figures],
+        flow_summary_rows=_flow_summary_rows(study),
         run_rows=_run_rows(study),
-        flow_tables=[{"name": run.name, "rows": _flow_rows(run)} for run in study.runs],
+        run_sections=[
+            {
+                "name": run.name,
+                "figure": _figure_data(run_figures[run.name]) if run.name in run_figures else None,
+                "rows": _flow_rows(run),
+            }
+            for run in study.runs
+        ],
         environment=_meta_rows(study),
     )

@@ -17,6 +17,18 @@ METRICS = [
 ]
 
 
+#: The same for the per-flow summary (a flow's own figures; utilisation is the link's).
+FLOW_METRICS = [m for m in METRICS if m[0] != "utilisation"]
+
+
+def _short(column: str) -> str:
+    return column.removesuffix("_mbps").removesuffix("_ms")
+
+
+#: The printed column of each per-flow figure in `flow_summary`.
+FLOW_METRIC_NAMES = [_short(column) for column, _, _, _ in FLOW_METRICS]
+
+
 def run_table(study: Study) -> pd.DataFrame:
     """One row per run: its scheme, repetition, seed and whole-run figures (the total row)."""
     rows = []
@@ -62,9 +74,26 @@ def scheme_summary(study: Study) -> pd.DataFrame:
         row: dict[str, object] = {"scheme": scheme, "runs": len(of_scheme)}
         for column, _, scale, digits in METRICS:
             values = of_scheme[column] if column in of_scheme else pd.Series(dtype=float)
-            short = column.removesuffix("_mbps").removesuffix("_ms")
-            row[short] = _mean_sd(values, scale, digits)
+            row[_short(column)] = _mean_sd(values, scale, digits)
             row[f"{column}_mean"] = float(values.mean()) if len(values) else math.nan
             row[f"{column}_sd"] = float(values.std(ddof=1)) if len(values) > 1 else math.nan
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def flow_summary(study: Study) -> pd.DataFrame:
+    """One row per scheme and flow index: how many runs had the flow and, for each of its own
+    figures, "mean ± sd" over those runs (as `scheme_summary`), so that a flow that starves
+    in every repetition shows even where the scheme's totals look fine."""
+    rows = []
+    for scheme in study.schemes:
+        flows = [run.summary[run.summary["flow"].notna()] for run in study.runs_of(scheme)]
+        per_flow = pd.concat(flows, ignore_index=True) if flows else pd.DataFrame()
+        if per_flow.empty:
+            continue
+        for flow, of_flow in per_flow.groupby("flow", sort=True):
+            row: dict[str, object] = {"scheme": scheme, "flow": int(flow), "runs": len(of_flow)}
+            for column, _, scale, digits in FLOW_METRICS:
+                row[_short(column)] = _mean_sd(of_flow[column], scale, digits)
+            rows.append(row)
+    return pd.DataFrame(rows, columns=["scheme", "flow", "runs", *FLOW_METRIC_NAMES])
