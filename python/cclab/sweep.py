@@ -191,7 +191,7 @@ def _point_errors(point: Point, errors: list[ErrorLocation]) -> list[ErrorLocati
     for error in errors:
         text = error["text"]
         if error["file"] == "<overrides>" and error["field"] in point.values:
-            text = f"{error['field']}={_shown(point.values[error['field']])}: {error['message']}"
+            text = f"{error['field']}: {error['message']}"
         named.append({**error, "file": where, "text": f"{where}: {text}"})
     return named
 
@@ -215,6 +215,26 @@ def check_points(
             raise ScenarioError(_point_errors(point, e.errors)) from None
         first = first or text
     return first
+
+
+def _check_scheme(spec: SweepSpec, point: Point, scheme: str) -> None:
+    """Raises a `ScenarioError` naming the scheme when it cannot run on the scenario's flows
+    (an unknown scheme, one the engine lacks)."""
+    run = RunSpec(
+        name="check",
+        scenario=spec.scenario,
+        seed=spec.seed,
+        engine=spec.engine,
+        scheme=scheme,
+        overrides={**spec.overrides, **point.values},
+    )
+    try:
+        validate(run.scenario, seed=run.seed, engine=run.engine, **resolved_overrides(run))
+    except ScenarioError as e:
+        where = f"scheme {scheme}"
+        raise ScenarioError(
+            [{**x, "file": where, "text": f"{where}: {x['message']}"} for x in e.errors]
+        ) from None
 
 
 @dataclass
@@ -264,6 +284,8 @@ def plan_sweep(spec: SweepSpec) -> tuple[Plan, list[Point]]:
     base_toml = check_points(
         spec.scenario, points, engine=spec.engine, seed=spec.seed, overrides=spec.overrides
     )
+    for scheme in spec.schemes or []:
+        _check_scheme(spec, points[0], scheme)
     base = tomllib.loads(base_toml)
     base_seed = int(base["seed"])
     schemes: list[str | None] = list(spec.schemes) if spec.schemes is not None else [None]
@@ -606,6 +628,7 @@ def sweep_frame(directory: str | os.PathLike[str]) -> pd.DataFrame:
     if "flow" in frame:
         frame["flow"] = frame["flow"].astype("Int64")
     frame.attrs["directory"] = str(directory)
+    frame.attrs["axes"] = list(manifest["axes"])
     return frame
 
 
