@@ -298,3 +298,26 @@ def test_dask_cluster_gives_the_pool_s_results(tmp_path, write_scenario):
         a = pd.read_parquet(tmp_path / f"p/runs/p3-bbr-r2/{name}.parquet")
         b = pd.read_parquet(tmp_path / f"d/runs/p3-bbr-r2/{name}.parquet")
         pd.testing.assert_frame_equal(a, b)
+
+
+def test_the_index_lists_sweeps_and_their_swept_values(tmp_path):
+    root = tmp_path / "archive"
+    cclab.sweep(BASE, grid=GRID, schemes=["cubic"], out=root / "s1", jobs=1)
+    cclab.sweep(BASE, grid={"link.loss": [0.0, 0.02]}, out=root / "s2", jobs=1)
+    sweeps = cclab.runs(root=root, sql="SELECT * FROM sweeps ORDER BY sweep")
+    assert list(sweeps["sweep"]) == ["s1", "s2"]
+    assert list(sweeps["axes"].iloc[0]) == ["link.rate", "link.delay"]
+    assert list(sweeps["points"]) == [4, 2] and list(sweeps["runs"]) == [4, 2]
+    assert json.loads(sweeps["grid"].iloc[1]) == {"link.loss": [0.0, 0.02]}
+    # Swept values: in `runs` as a map, and as columns of `sweep_runs`.
+    fast = cclab.runs(root=root, where="swept['link.rate'] = '20Mbps'")
+    assert sorted(fast["run_id"]) == ["s1/runs/p2-cubic-r1", "s1/runs/p3-cubic-r1"]
+    assert set(fast["rate_mbps"]) == {20.0}
+    joined = cclab.runs(
+        root=root,
+        sql='SELECT run_id, point, "link.delay", "link.loss" FROM sweep_runs ORDER BY run_id',
+    )
+    joined = joined.astype(object).where(joined.notna(), None)
+    assert list(joined["link.delay"]) == ["5ms", "20ms", "5ms", "20ms", None, None]
+    assert list(joined["link.loss"]) == [None] * 4 + ["0.0", "0.02"]
+    assert list(joined["point"]) == [0, 1, 2, 3, 0, 1]
