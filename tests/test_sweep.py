@@ -321,3 +321,22 @@ def test_the_index_lists_sweeps_and_their_swept_values(tmp_path):
     assert list(joined["link.delay"]) == ["5ms", "20ms", "5ms", "20ms", None, None]
     assert list(joined["link.loss"]) == [None] * 4 + ["0.0", "0.02"]
     assert list(joined["point"]) == [0, 1, 2, 3, 0, 1]
+
+
+def test_the_report_of_a_sweep(tmp_path):
+    out = tmp_path / "sweep"
+    grid = {"link.rate": ["10Mbps", "20Mbps"], "link.queue": ["1bdp", "2bdp"]}
+    cclab.sweep(BASE, grid=grid, schemes=["cubic", "bbr"], runs=2, out=out, jobs=2)
+    figures = tmp_path / "figures"
+    page = cclab.write_report(out, figures_dir=figures).read_text()
+    # Each metric against each axis (a numeric one and one of categories), the points.
+    for key in ("sweep-link-rate", "sweep-link-queue", "sweep-points"):
+        assert f'id="fig-{key}"' in page
+        assert (figures / f"{key}.png").stat().st_size > 10_000
+    # The pooled per-scheme throughput-delay plot and summary would mix the points.
+    assert 'id="fig-throughput-delay"' not in page
+    assert "Summary per scheme" not in page
+    assert "sweep of 16 runs over link.rate, link.queue" in page
+    assert "Grid: link.rate = 10Mbps, 20Mbps; link.queue = 1bdp, 2bdp." in page
+    # One row per point and scheme, with the swept values.
+    assert page.count("<td>1bdp</td>") == 4 and page.count("<td>20Mbps</td>") == 4

@@ -62,11 +62,19 @@ def write_report(
 
     from cclab.report.figures import all_figures
     from cclab.report.html_page import render
+    from cclab.report.sweep import load_sweep, sweep_figures
 
     study = load_study(directory)
+    sweep = load_sweep(study)
     figures = all_figures(study)
+    if sweep is not None:
+        # A sweep's runs pooled per scheme mix its points: its own figures come instead.
+        pooled = [f for f in figures if f.key == "throughput-delay"]
+        for figure in pooled:
+            plt.close(figure.figure)
+        figures = sweep_figures(sweep) + [f for f in figures if f not in pooled]
     try:
-        page = render(study, figures)
+        page = render(study, figures, sweep=sweep)
         if figures_dir is not None:
             _save_figures(figures, Path(figures_dir))
     finally:

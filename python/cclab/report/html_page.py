@@ -18,6 +18,7 @@ import pandas as pd
 
 from cclab.report.figures import ReportFigure
 from cclab.report.loading import RunData, Study
+from cclab.report.sweep import SweepData, point_rows
 from cclab.report.tables import METRICS, run_table, scheme_summary
 
 
@@ -130,9 +131,14 @@ def _meta_rows(study: Study) -> list[list[Any]]:
     return [[k, v] for k, v in keys if v not in (None, "", [])]
 
 
-def render(study: Study, figures: list[ReportFigure]) -> str:
+def render(study: Study, figures: list[ReportFigure], sweep: SweepData | None = None) -> str:
     generated = datetime.now().astimezone().isoformat(timespec="seconds")
     what = f"experiment of {len(study.runs)} runs" if study.kind == "experiment" else "single run"
+    sweep_table = None
+    if sweep is not None:
+        what = f"sweep of {len(study.runs)} runs over {', '.join(sweep.axes) or 'no axis'}"
+        headings, rows = point_rows(sweep)
+        sweep_table = {"headings": headings, "rows": rows, "grid": sweep.manifest["grid"]}
     return _TEMPLATES.get_template("report.html.j2").render(
         study=study,
         what=what,
@@ -151,4 +157,5 @@ def render(study: Study, figures: list[ReportFigure]) -> str:
         run_rows=_run_rows(study),
         flow_tables=[{"name": run.name, "rows": _flow_rows(run)} for run in study.runs],
         environment=_meta_rows(study),
+        sweep=sweep_table,
     )
