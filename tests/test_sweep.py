@@ -245,6 +245,13 @@ def test_cluster_needs_dask(monkeypatch):
         executor_for("sim", cluster="tcp://127.0.0.1:8786"),
     ):
         pass
+    # $CCLAB_CLUSTER stands for --cluster; without either, the local pool (None) is used.
+    monkeypatch.setenv("CCLAB_CLUSTER", "tcp://127.0.0.1:8786")
+    with pytest.raises(ClusterError, match="needs Dask"), executor_for("sim"):
+        pass
+    monkeypatch.delenv("CCLAB_CLUSTER")
+    with executor_for("sim") as executor:
+        assert executor is None
 
 
 def test_emulator_sweeps_stay_off_a_cluster():
