@@ -438,10 +438,14 @@ class ResumingExecutor:
             ran = self.inner.run(execute, pending, observer)
             originals = {t.planned.name: Path(t.out) for t in tasks}
             for outcome in ran:
-                if outcome.ok:
-                    name = outcome.run.name
+                name = outcome.run.name
+                if outcome.ok and not is_complete(self.work / name):
+                    outcome = replace(
+                        outcome, ok=False, error=f"the run wrote no complete directory ({name})"
+                    )
+                elif outcome.ok:
                     _link_tree(self.work / name, originals[name])
-            outcomes.extend(ran)
+                outcomes.append(outcome)
         return outcomes
 
 
