@@ -347,3 +347,19 @@ def test_the_report_of_a_sweep(tmp_path):
     assert "Grid: link.rate = 10Mbps, 20Mbps; link.queue = 1bdp, 2bdp." in page
     # One row per point and scheme, with the swept values.
     assert page.count("<td>1bdp</td>") == 4 and page.count("<td>20Mbps</td>") == 4
+
+
+def test_the_command_line_errors(write_scenario, tmp_path, cli, monkeypatch):
+    scenario = write_scenario(SLOW)
+    code, _, err = cli("sweep", scenario, "--set", "link.rat=1Mbps,2Mbps", "--out", tmp_path / "a")
+    assert code == 2
+    assert "error: grid point 0 (link.rat=1Mbps): link.rat: unknown key `rat`" in err
+    assert "did you mean `rate`?" in err
+    code, _, err = cli("sweep", scenario, "--set", "link.rate=1Mbps", "--runs", "0")
+    assert code == 2 and "error: --runs must be at least 1, not 0" in err
+    monkeypatch.setitem(sys.modules, "distributed", None)
+    code, _, err = cli("sweep", scenario, "--set", "link.rate=1Mbps", "--cluster", "tcp://h:1")
+    assert code == 2 and "pip install 'cclab[cluster]'" in err
+    code, _, err = cli("sweep", scenario, "--engine", "emu", "--cluster", "tcp://h:1")
+    assert code == 2 and "emulator engine runs one run at a time per machine" in err
+    assert not any(p.name != "scenario.toml" for p in tmp_path.iterdir())
