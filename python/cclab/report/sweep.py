@@ -141,7 +141,8 @@ def metric_against_axis(data: SweepData, axis: str) -> ReportFigure:
         "deviation over them (error bars; none for a single run). "
         + (
             f"The other axes ({', '.join(a for a in data.axes if a != axis)}) have more than "
-            f"{MAX_FACETS} combinations, so each mean is taken over all of them too. "
+            f"{MAX_FACETS} combinations, so each mean and standard deviation is taken over "
+            "all of them too (the error bars then hold their spread as well). "
             if averaged
             else "Columns: one per combination of the other swept keys' values. "
             if len(facets) > 1
