@@ -7,7 +7,8 @@
 See `cclab.run`, `cclab.validate` and `cclab.RunResult`; the `cclab` command wraps the same.
 Experiments, reports and the archive: `cclab.run_experiment`, `cclab.write_report`,
 `cclab.runs` / `cclab.experiments` (the archive's index as DataFrames), `cclab.import_pantheon`,
-`cclab.import_mahimahi` and `cclab.analyze_packets` (the metrics of any packet log).
+`cclab.import_mahimahi` and `cclab.analyze_packets` (the metrics of any packet log); sweeps:
+`cclab.sweep` (a grid of scenario values x schemes x runs, as one DataFrame).
 
 The package owns everything user-facing: the API, the CLI (`cli/`, one module per command),
 the engine descriptors (`engines`), the one batch runner (`batch`) that experiments,
@@ -25,6 +26,7 @@ from cclab.experiment import run_experiment
 from cclab.importers import import_mahimahi, import_pantheon
 from cclab.report import write_report
 from cclab.result import NEVER, RunResult
+from cclab.sweep import sweep
 
 __all__ = [
     "NEVER",
@@ -39,6 +41,7 @@ __all__ = [
     "run",
     "run_experiment",
     "runs",
+    "sweep",
     "validate",
     "write_report",
 ]

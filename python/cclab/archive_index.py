@@ -23,7 +23,13 @@ Tables (`cclab runs --sql` sees them all):
   to, if any, and `status` is what the experiment recorded ("ok", or "invalid" for an imported
   Pantheon run that the Pantheon's own analysis would discard);
 - `flows`: one row per flow of each run (its summary row);
-- `experiments`: one row per complete experiment.
+- `experiments`: one row per complete experiment;
+- `sweeps`: one row per complete sweep (an experiment of kind "sweep", `cclab sweep`): its
+  axes, grid (JSON), points, schemes and runs. A sweep's runs are in `runs` with their
+  `sweep_point` and `swept` values (a MAP from key to the value as given:
+  `swept['link.rate'] = '10Mbps'`), and `sweep_runs` has the same values as columns, one per
+  swept key of any sweep (`SELECT * FROM runs JOIN sweep_runs USING (run_id) WHERE
+  "link.rate" = '10Mbps'`); it is rebuilt whenever the index changes.
 """
 
 from __future__ import annotations
@@ -47,7 +53,7 @@ from cclab.scenario_values import duration_ms, rate_mbps
 
 INDEX_FILE = "index.duckdb"
 #: Bumped whenever the tables change shape; an index of another version is rebuilt.
-INDEX_VERSION = 5
+INDEX_VERSION = 6
 SUMMARY_FILE = "summary.parquet"
 SCENARIO_FILE = "scenario.toml"
 
@@ -77,6 +83,8 @@ _RUNS = [
     ("schemes", "VARCHAR[]", "coalesce(f.schemes, [])"),
     ("repetition", "INTEGER", "p.repetition"),
     ("status", "VARCHAR", "coalesce(p.status, 'ok')"),
+    ("sweep_point", "INTEGER", "p.point"),
+    ("swept", "MAP(VARCHAR, VARCHAR)", "p.swept"),
     ("seed", "BIGINT", "json_extract_string(m.j, '$.seed')"),
     ("engine", "VARCHAR", "json_extract_string(m.j, '$.engine')"),
     ("started_at", "TIMESTAMPTZ", "json_extract_string(m.j, '$.started_at')"),
@@ -130,6 +138,25 @@ _EXPERIMENTS = [
     ("started_at", "TIMESTAMPTZ", "json_extract_string(e.j, '$.started_at')"),
     ("wall_secs", "DOUBLE", "json_extract_string(e.j, '$.wall_secs')"),
 ]
+#: The `sweeps` table, like `_EXPERIMENTS`, from the experiment.json of a sweep.
+_SWEEPS = [
+    ("sweep", "VARCHAR PRIMARY KEY", "d.entry_id"),
+    ("path", "VARCHAR", "d.path"),
+    ("name", "VARCHAR", "json_extract_string(e.j, '$.name')"),
+    ("scenario", "VARCHAR", "json_extract_string(e.j, '$.scenario')"),
+    ("engine", "VARCHAR", "json_extract_string(e.j, '$.engine')"),
+    ("axes", "VARCHAR[]", "coalesce(json_extract_string(e.j, '$.axes[*]'), [])"),
+    ("grid", "JSON", "json_extract(e.j, '$.grid')"),
+    ("points", "INTEGER", "json_extract_string(e.j, '$.points')"),
+    ("schemes", "VARCHAR[]", "coalesce(json_extract_string(e.j, '$.schemes[*]'), [])"),
+    ("runs_per_point", "INTEGER", "json_extract_string(e.j, '$.runs_per_point')"),
+    ("runs", "INTEGER", "coalesce(r.runs, 0)"),
+    ("failed", "INTEGER", "coalesce(r.failed, 0)"),
+    ("started_at", "TIMESTAMPTZ", "json_extract_string(e.j, '$.started_at')"),
+    ("wall_secs", "DOUBLE", "json_extract_string(e.j, '$.wall_secs')"),
+]
+#: The key columns of `sweep_runs`; one column per swept key follows.
+SWEEP_RUN_KEYS = [("run_id", "VARCHAR"), ("sweep", "VARCHAR"), ("point", "INTEGER")]
 RUN_COLUMNS = [name for name, _, _ in _RUNS]
 FLOW_COLUMNS = [name for name, _ in FLOW_SCHEMA]
 
@@ -206,7 +233,9 @@ p AS (
            regexp_extract(rtrim(json_extract_string(r, '$.dir'), '/'), '[^/]*$') AS run_name,
            json_extract_string(r, '$.scheme') AS scheme,
            TRY_CAST(json_extract_string(r, '$.repetition') AS INTEGER) AS repetition,
-           json_extract_string(r, '$.status') AS status
+           json_extract_string(r, '$.status') AS status,
+           TRY_CAST(json_extract_string(r, '$.point') AS INTEGER) AS point,
+           TRY_CAST(json_extract(r, '$.swept') AS MAP(VARCHAR, VARCHAR)) AS swept
     FROM (SELECT filename, unnest(json_extract(j, '$.runs[*]')) AS r FROM e)
     QUALIFY row_number() OVER (PARTITION BY filename, run_name) = 1
 )
@@ -233,8 +262,9 @@ JOIN fresh_runs AS d ON s.filename = d.summary_file
 WHERE d.run_id IN (SELECT run_id FROM runs)
 """
 
-#: One row per complete experiment among the directories registered as `fresh_experiments`.
-_EXPERIMENTS_QUERY = f"""
+#: One row per complete experiment among the directories registered as `fresh_experiments`
+#: (`{columns}`: the table's SELECT list; `{only}`: a further condition on its experiment.json).
+_EXPERIMENT_ROWS = """
 WITH
 e AS (SELECT filename, CAST(content AS JSON) AS j FROM read_text($files) WHERE json_valid(content)),
 r AS (
@@ -246,12 +276,20 @@ r AS (
     GROUP BY filename
 )
 SELECT
-    {_select(_EXPERIMENTS)}
+    {columns}
 FROM fresh_experiments AS d
 JOIN e ON e.filename = d.file
 LEFT JOIN r ON r.filename = d.file
-WHERE {_COMPLETE.format(j="e.j")}
+WHERE {complete} AND {only}
 """
+_EXPERIMENTS_QUERY = _EXPERIMENT_ROWS.format(
+    columns=_select(_EXPERIMENTS), complete=_COMPLETE.format(j="e.j"), only="true"
+)
+_SWEEPS_QUERY = _EXPERIMENT_ROWS.format(
+    columns=_select(_SWEEPS),
+    complete=_COMPLETE.format(j="e.j"),
+    only="json_extract_string(e.j, '$.kind') = 'sweep'",
+)
 
 
 class IndexQueryError(ValueError):
@@ -398,6 +436,7 @@ def _insert(
     if len(experiments):
         files = experiments["file"].to_pylist()
         con.execute(f"INSERT INTO experiments {_EXPERIMENTS_QUERY}", {"files": files})
+        con.execute(f"INSERT INTO sweeps {_SWEEPS_QUERY}", {"files": files})
     # Complete or not: a directory is read again when its stamp changes (a run's meta.json
     # rewritten as complete, its experiment finished).
     con.execute(
@@ -406,11 +445,41 @@ def _insert(
     )
 
 
+def _pivot_sweeps(con: duckdb.DuckDBPyConnection) -> None:
+    """Rebuilds `sweep_runs`: each sweep run's swept values as columns, one per key swept by
+    any sweep in the archive (empty where a run's sweep did not sweep it)."""
+    taken = {name for name, _ in SWEEP_RUN_KEYS}
+    keys = [
+        row[0]
+        for row in con.execute(
+            "SELECT DISTINCT unnest(map_keys(swept)) AS k FROM runs WHERE swept IS NOT NULL "
+            "ORDER BY k"
+        ).fetchall()
+        if row[0] not in taken
+    ]
+    columns = "".join(f", swept[{_sql_text(k)}] AS {_sql_name(k)}" for k in keys)
+    con.execute("DROP TABLE IF EXISTS sweep_runs")
+    con.execute(
+        "CREATE TABLE sweep_runs AS SELECT run_id, experiment AS sweep, sweep_point AS point"
+        f"{columns} FROM runs WHERE swept IS NOT NULL"
+    )
+
+
+def _sql_text(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _sql_name(text: str) -> str:
+    return '"' + text.replace('"', '""') + '"'
+
+
 def _create_tables(con: duckdb.DuckDBPyConnection) -> None:
     tables = {
         "runs": [(name, kind) for name, kind, _ in _RUNS],
         "flows": FLOW_SCHEMA,
         "experiments": [(name, kind) for name, kind, _ in _EXPERIMENTS],
+        "sweeps": [(name, kind) for name, kind, _ in _SWEEPS],
+        "sweep_runs": SWEEP_RUN_KEYS,
         "entries": [("entry_id", "VARCHAR PRIMARY KEY"), ("stamp", "VARCHAR")],
     }
     for table in (*tables, "info"):
@@ -465,9 +534,13 @@ def _sync(con: duckdb.DuckDBPyConnection, found: dict[str, _Entry]) -> None:
             con.execute("DELETE FROM runs WHERE run_id IN (SELECT id FROM gone)")
             con.execute("DELETE FROM flows WHERE run_id IN (SELECT id FROM gone)")
             con.execute("DELETE FROM experiments WHERE experiment IN (SELECT id FROM gone)")
+            con.execute("DELETE FROM sweeps WHERE sweep IN (SELECT id FROM gone)")
             con.execute("DELETE FROM entries WHERE entry_id IN (SELECT id FROM gone)")
             con.execute("DROP TABLE gone")
     if not fresh:
+        if stale:
+            with _transaction(con):
+                _pivot_sweeps(con)
         return
     # A run without its summary is not whole (the summary is written before meta.json).
     runs = _fresh_runs([e for e in fresh if e.kind == "run" and (e.path / SUMMARY_FILE).is_file()])
@@ -477,6 +550,7 @@ def _sync(con: duckdb.DuckDBPyConnection, found: dict[str, _Entry]) -> None:
     try:
         with _transaction(con):
             _insert(con, runs, experiments, fresh)
+            _pivot_sweeps(con)
     finally:
         con.unregister("fresh_runs")
         con.unregister("fresh_experiments")

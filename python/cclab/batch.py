@@ -245,8 +245,9 @@ def _failed(planned: BatchRun, error: BaseException, wall_secs: float) -> RunOut
 class Executor(Protocol):
     """Runs tasks and reports each to the observer as it starts, progresses and ends. A failed
     run becomes a failed `RunOutcome`; an exception from the observer (Ctrl-C included) stops
-    everything and propagates. A distributed executor (e.g. Dask) implements the same call;
-    its workers must see the batch's directory (a shared file system)."""
+    everything and propagates. A distributed executor implements the same call
+    (`cclab.cluster.DaskExecutor`: its workers send each run's files back, so they need no
+    shared file system)."""
 
     @property
     def workers(self) -> int: ...

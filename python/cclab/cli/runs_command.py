@@ -34,7 +34,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--sql",
         metavar="QUERY",
-        help="any read-only SQL query over the tables runs, flows and experiments",
+        help="any read-only SQL query over the tables runs, flows, experiments, sweeps and "
+        "sweep_runs",
     )
     parser.add_argument(
         "--experiments", action="store_true", help="list the experiments instead of the runs"

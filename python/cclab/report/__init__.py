@@ -62,14 +62,27 @@ def write_report(
 
     from cclab.report.figures import all_figures, run_figure
     from cclab.report.html_page import render
+    from cclab.report.sweep import load_sweep, sweep_figures
 
     study = load_study(directory)
+    sweep = load_sweep(study)
     figures = all_figures(study)
+    if sweep is not None:
+        # A sweep's runs pooled per scheme mix its points: its own figures come instead.
+        pooled = [f for f in figures if f.key == "throughput-delay"]
+        for figure in pooled:
+            plt.close(figure.figure)
+        figures = sweep_figures(sweep) + [f for f in figures if f not in pooled]
     # A single run's figures are already its own; an experiment's show each scheme's first run,
-    # so every run also gets its figure (collapsed under Runs).
-    per_run = {r.name: run_figure(r) for r in study.runs} if study.kind != "run" else {}
+    # so every run also gets its figure (collapsed under Runs). A sweep's runs are too many for
+    # one page: each run directory's own report has them.
+    per_run = (
+        {r.name: run_figure(r) for r in study.runs}
+        if study.kind == "experiment" and sweep is None
+        else {}
+    )
     try:
-        page = render(study, figures, per_run)
+        page = render(study, figures, per_run, sweep=sweep)
         if figures_dir is not None:
             _save_figures([*figures, *per_run.values()], Path(figures_dir))
     finally:

@@ -18,6 +18,7 @@ import pandas as pd
 
 from cclab.report.figures import ReportFigure
 from cclab.report.loading import RunData, Study
+from cclab.report.sweep import SweepData, point_rows
 from cclab.report.tables import (
     FLOW_METRIC_NAMES,
     FLOW_METRICS,
@@ -165,11 +166,21 @@ def _figure_data(figure: ReportFigure) -> dict[str, str]:
     }
 
 
-def render(study: Study, figures: list[ReportFigure], run_figures: dict[str, ReportFigure]) -> str:
+def render(
+    study: Study,
+    figures: list[ReportFigure],
+    run_figures: dict[str, ReportFigure],
+    sweep: SweepData | None = None,
+) -> str:
     """The page: `figures` in the body, and under Runs each run's collapsed section with its
     own time-series figure (`run_figures`, by run name) and per-flow table."""
     generated = datetime.now().astimezone().isoformat(timespec="seconds")
     what = f"experiment of {len(study.runs)} runs" if study.kind == "experiment" else "single run"
+    sweep_table = None
+    if sweep is not None:
+        what = f"sweep of {len(study.runs)} runs over {', '.join(sweep.axes) or 'no axis'}"
+        headings, rows = point_rows(sweep)
+        sweep_table = {"headings": headings, "rows": rows, "grid": sweep.manifest["grid"]}
     return _TEMPLATES.get_template("report.html.j2").render(
         study=study,
         what=what,
@@ -189,4 +200,5 @@ def render(study: Study, figures: list[ReportFigure], run_figures: dict[str, Rep
             for run in study.runs
         ],
         environment=_meta_rows(study),
+        sweep=sweep_table,
     )
