@@ -37,6 +37,8 @@ COMMANDS: list[str] = [
     "cclab.cli.runs_command",
     "cclab.cli.import_command",
     "cclab.cli.reproduce_command",
+    "cclab.cli.calibrate_command",
+    "cclab.cli.presets_command",
 ]
 
 
