@@ -37,7 +37,7 @@ from typing import Any
 import optuna
 
 from cclab.api import validate
-from cclab.batch import Executor
+from cclab.batch import Executor, flows_for_scheme
 from cclab.calibrate.search import (
     SCRATCH_DIR,
     STUDIES_FILE,
@@ -176,9 +176,7 @@ def best_scenario_toml(settings: Settings, params: LinkParams, header: str) -> s
     from cclab.calibrate.search import trial_scenario
 
     scenario = trial_scenario(settings.scenario, params)
-    scenario["flows"] = [
-        {**flow, "scheme": settings.pairs[0][0]} for flow in scenario.get("flows", [])
-    ]
+    scenario["flows"] = flows_for_scheme(scenario, settings.pairs[0][0])
     text = validate(scenario)
     comment = "".join(f"# {line}\n" if line else "#\n" for line in header.splitlines())
     return comment + text
