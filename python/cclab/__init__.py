@@ -17,6 +17,10 @@ It computes no metric and declares no result column, unit or code of its own: th
 `cclab._core` (the Rust core), which it must not bypass by reading packets itself.
 """
 
+import os as _os
+from pathlib import Path as _Path
+
+from cclab._core import TRACE_DIR_ENV as _TRACE_DIR_ENV
 from cclab._core import __version__
 from cclab.analysis import analyze_packets
 from cclab.api import run, validate
@@ -27,6 +31,10 @@ from cclab.importers import import_mahimahi, import_pantheon
 from cclab.report import write_report
 from cclab.result import NEVER, RunResult
 from cclab.sweep import sweep
+
+# A scenario preset's trace is read from the package's own copy (`[link] preset`), wherever the
+# package is installed; the emulator's processes inherit it. A value set by the user wins.
+_os.environ.setdefault(_TRACE_DIR_ENV, str(_Path(__file__).parent / "data" / "traces"))
 
 __all__ = [
     "NEVER",

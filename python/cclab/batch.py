@@ -291,6 +291,40 @@ class SerialExecutor:
         return outcomes
 
 
+class ThreadExecutor:
+    """`workers` threads in this process. The simulator runs without the GIL, so threads run
+    simulations in parallel with no process to start: what many small batches need (a
+    calibration's trials), where a fresh process pool per batch would cost more than the runs.
+    Progress is not reported from the threads (the observer is called from this thread only)."""
+
+    def __init__(self, workers: int) -> None:
+        self.workers = workers
+
+    def run(
+        self, execute: ExecuteFn, tasks: Sequence[Task], observer: Observer
+    ) -> list[RunOutcome]:
+        outcomes: list[RunOutcome] = []
+        with cf.ThreadPoolExecutor(max_workers=self.workers) as pool:
+            futures = {}
+            for task in tasks:
+                observer.started(task.planned)
+                futures[pool.submit(execute, task, None)] = (task, time.perf_counter())
+            try:
+                for future in cf.as_completed(futures):
+                    task, t0 = futures[future]
+                    try:
+                        outcome = future.result()
+                    except Exception as e:  # a failed run is recorded
+                        outcome = _failed(task.planned, e, time.perf_counter() - t0)
+                    observer.finished(outcome)
+                    outcomes.append(outcome)
+            except BaseException:
+                for future in futures:
+                    future.cancel()  # what has not started never will; running ones finish
+                raise
+        return outcomes
+
+
 def _drain(events: Any, by_order: Mapping[int, BatchRun], observer: Observer) -> None:
     while True:
         try:

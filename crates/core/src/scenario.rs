@@ -12,6 +12,8 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+pub mod presets;
+
 /// Payload bytes per full-sized data packet (TCP MSS with timestamps, as Linux over a 1500 MTU).
 pub const MSS: u64 = 1448;
 /// Wire size of a full data packet: MSS plus 52 bytes of IP/TCP headers and options.
@@ -52,6 +54,9 @@ fn default_seed() -> u64 {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Link {
+    /// The named link (`cclab presets`) whose keys fill the ones not written; see `presets`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preset: Option<String>,
     /// Constant link rate. Exactly one of `rate` and `trace` is given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate: Option<Rate>,
@@ -592,6 +597,7 @@ impl Scenario {
             }])
         })?;
         merge_overrides(&mut table, overrides)?;
+        presets::apply(&mut table, &src)?;
         let scenario: Scenario = serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
             let field = e.path().to_string();
             let field = if field == "." { String::new() } else { field };

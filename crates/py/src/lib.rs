@@ -11,6 +11,7 @@ mod emu;
 mod errors;
 mod output;
 mod overrides;
+mod presets;
 mod progress;
 mod schema;
 mod schemes;
@@ -93,6 +94,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(schemes::schemes, m)?)?;
     m.add_function(wrap_pyfunction!(analyze::analyze, m)?)?;
     schema::register(m)?;
+    presets::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("BUILD_INFO", build_info(m.py())?)?;
     // What a scenario error names as its file when an override caused it.

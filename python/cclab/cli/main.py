@@ -38,6 +38,8 @@ COMMANDS: list[str] = [
     "cclab.cli.import_command",
     "cclab.cli.reproduce_command",
     "cclab.cli.sweep_command",
+    "cclab.cli.calibrate_command",
+    "cclab.cli.presets_command",
 ]
 
 

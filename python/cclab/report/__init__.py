@@ -60,10 +60,22 @@ def write_report(
     # package's loading helpers, and only a report needs the plotting machinery.
     import matplotlib.pyplot as plt
 
+    from cclab.report.calibration import is_calibration, render_calibration
     from cclab.report.figures import all_figures, run_figure
     from cclab.report.html_page import render
     from cclab.report.sweep import load_sweep, sweep_figures
 
+    if is_calibration(Path(directory)):  # a calibration directory: its own page
+        page, figures = render_calibration(Path(directory))
+        try:
+            if figures_dir is not None:
+                _save_figures(figures, Path(figures_dir))
+        finally:
+            for figure in figures:
+                plt.close(figure.figure)
+        target = Path(out) if out is not None else Path(directory) / REPORT_FILE
+        _write_atomically(target, page)
+        return target
     study = load_study(directory)
     sweep = load_sweep(study)
     figures = all_figures(study)
