@@ -26,6 +26,7 @@ static SCHEMES: &[Scheme] = &[
     crate::pcc::ALLEGRO,
     crate::pcc::VIVACE,
     crate::sprout::SCHEME,
+    crate::nimbus::SCHEME,
 ];
 
 /// The keys of a `[[flows]]` entry that the scenario schema itself owns (`FlowSpec`'s fields);
