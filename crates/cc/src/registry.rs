@@ -445,7 +445,7 @@ mod tests {
         let names: Vec<_> = schemes().iter().map(|s| s.name).collect();
         assert_eq!(
             names,
-            ["newreno", "cubic", "fixed", "vegas", "bbr", "copa", "ledbat", "pcc-allegro", "pcc-vivace", "sprout"]
+            ["newreno", "cubic", "fixed", "vegas", "bbr", "copa", "ledbat", "pcc-allegro", "pcc-vivace", "sprout", "nimbus"]
         );
     }
 
