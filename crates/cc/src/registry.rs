@@ -445,7 +445,19 @@ mod tests {
         let names: Vec<_> = schemes().iter().map(|s| s.name).collect();
         assert_eq!(
             names,
-            ["newreno", "cubic", "fixed", "vegas", "bbr", "copa", "ledbat", "pcc-allegro", "pcc-vivace", "sprout", "nimbus"]
+            [
+                "newreno",
+                "cubic",
+                "fixed",
+                "vegas",
+                "bbr",
+                "copa",
+                "ledbat",
+                "pcc-allegro",
+                "pcc-vivace",
+                "sprout",
+                "nimbus"
+            ]
         );
     }
 
