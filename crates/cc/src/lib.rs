@@ -14,6 +14,7 @@ pub mod fixed;
 pub mod ledbat;
 mod linux;
 pub mod newreno;
+pub mod nimbus;
 pub mod pcc;
 pub mod registry;
 pub mod sprout;

@@ -26,6 +26,7 @@ static SCHEMES: &[Scheme] = &[
     crate::pcc::ALLEGRO,
     crate::pcc::VIVACE,
     crate::sprout::SCHEME,
+    crate::nimbus::SCHEME,
 ];
 
 /// The keys of a `[[flows]]` entry that the scenario schema itself owns (`FlowSpec`'s fields);
@@ -444,7 +445,19 @@ mod tests {
         let names: Vec<_> = schemes().iter().map(|s| s.name).collect();
         assert_eq!(
             names,
-            ["newreno", "cubic", "fixed", "vegas", "bbr", "copa", "ledbat", "pcc-allegro", "pcc-vivace", "sprout"]
+            [
+                "newreno",
+                "cubic",
+                "fixed",
+                "vegas",
+                "bbr",
+                "copa",
+                "ledbat",
+                "pcc-allegro",
+                "pcc-vivace",
+                "sprout",
+                "nimbus"
+            ]
         );
     }
 

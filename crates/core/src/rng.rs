@@ -74,6 +74,8 @@ pub mod stream {
     /// The ACK direction's bottleneck (`link.reverse_trace`); a trace draws nothing today, but
     /// the bottleneck owns a stream so a random reverse process never shifts another.
     pub const REVERSE_LINK: u64 = 4;
+    /// The bottleneck's queue discipline, where it draws (PIE's and RED's drop decisions).
+    pub const QUEUE: u64 = 5;
     /// Flow `i`'s sender draws from `FLOW + i`.
     pub const FLOW: u64 = 1000;
 }

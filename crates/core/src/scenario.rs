@@ -7,6 +7,7 @@
 //! through the same [`ScenarioError`] type.
 
 use crate::units::{Bytes, Dur, QueueSize, Rate};
+pub use queues::{CodelParams, FqCodelParams, PieParams, PrioBy, PrioParams, RedParams, SfqParams, TokenBucketParams};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -20,6 +21,8 @@ pub const MSS: u64 = 1448;
 pub const PACKET_BYTES: u64 = 1500;
 /// Wire size of a pure ACK (IP + TCP with timestamp and SACK options).
 pub const ACK_BYTES: u64 = 52;
+
+pub mod queues;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -81,6 +84,21 @@ pub struct Link {
     pub queue: QueueSize,
     #[serde(default)]
     pub aqm: Aqm,
+    /// The parameters of `aqm`, one optional table per discipline (scenario/queues.rs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub codel: Option<CodelParams>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fq_codel: Option<FqCodelParams>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sfq: Option<SfqParams>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pie: Option<PieParams>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub red: Option<RedParams>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prio: Option<PrioParams>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_bucket: Option<TokenBucketParams>,
     /// Independent per-packet loss probability applied before the queue, as `mm-loss uplink`.
     #[serde(default)]
     pub loss: f64,
@@ -108,6 +126,41 @@ pub enum Aqm {
     Droptail,
     /// Accept the arriving packet and drop from the head until within the limit.
     Drophead,
+    /// CoDel (RFC 8289), parameters in `[link.codel]`.
+    Codel,
+    /// FQ-CoDel (RFC 8290), `[link.fq_codel]`.
+    #[serde(rename = "fq_codel")]
+    FqCodel,
+    /// Stochastic fair queueing by deficit round robin, `[link.sfq]`.
+    Sfq,
+    /// PIE (RFC 8033), `[link.pie]`.
+    Pie,
+    /// RED (Floyd & Jacobson), `[link.red]`.
+    Red,
+    /// Strict priority between classes of flows, `[link.prio]`.
+    Prio,
+    /// A token-bucket shaper, `[link.token_bucket]`.
+    Tbf,
+    /// A token-bucket policer (drops what the bucket refuses), `[link.token_bucket]`.
+    Policer,
+}
+
+impl Aqm {
+    /// The name a scenario writes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Aqm::Droptail => "droptail",
+            Aqm::Drophead => "drophead",
+            Aqm::Codel => "codel",
+            Aqm::FqCodel => "fq_codel",
+            Aqm::Sfq => "sfq",
+            Aqm::Pie => "pie",
+            Aqm::Red => "red",
+            Aqm::Prio => "prio",
+            Aqm::Tbf => "tbf",
+            Aqm::Policer => "policer",
+        }
+    }
 }
 
 /// The ACK direction. Uncongested: a propagation delay (default: the link's) and no queue.
@@ -632,6 +685,20 @@ impl Scenario {
         if let QueueSize::Bdp(x) = l.queue {
             if x <= 0.0 || !x.is_finite() {
                 errs.push(src.error("link.queue", "a BDP multiple must be positive"));
+            }
+        }
+        queues::check(l, src, &mut errs);
+        if let Some(p) = &l.prio {
+            let n = if p.by == PrioBy::Entry { self.flows.len() } else { self.flow_instances().len() };
+            if p.classes.len() > n {
+                errs.push(src.error(
+                    "link.prio.classes",
+                    format!(
+                        "{} classes given for {n} {}",
+                        p.classes.len(),
+                        if p.by == PrioBy::Entry { "[[flows]] entries" } else { "flows" }
+                    ),
+                ));
             }
         }
         if self.duration.0 == 0 {

@@ -80,7 +80,7 @@ fn bad_enum_values_list_the_choices() {
     let (field, _, msg) = one(&GOOD.replace("leave = \"lifo\"", "leave = \"lifu\""));
     assert_eq!(field, "flows[0].leave");
     assert!(msg.contains("did you mean `lifo`?"), "{msg}");
-    let text = GOOD.replace("queue = \"1bdp\"", "queue = \"1bdp\"\naqm = \"red\"");
+    let text = GOOD.replace("queue = \"1bdp\"", "queue = \"1bdp\"\naqm = \"rde\"");
     let (field, _, msg) = one(&text);
     assert_eq!(field, "link.aqm");
     assert!(msg.contains("droptail"), "{msg}");

@@ -487,3 +487,108 @@ fn reverse_trace_and_delay_jitter() {
     assert!(data.windows(2).all(|w| w[0].1 <= w[1].1 + 200_000), "reordered");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// The queue disciplines run in the emulator's bottleneck as in the simulator's: kernel Cubic
+/// under CoDel keeps a short standing queue, a policer never lets more through than its rate
+/// and burst allow, and `10-every-200` releases ACKs only at its 200 ms bursts.
+#[test]
+fn queue_disciplines_policer_and_ack_aggregation() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !can_run() {
+        return;
+    }
+    let ms = 1_000_000u64;
+    let delivered_data = |log: &PacketLog| -> Vec<usize> {
+        (0..log.len())
+            .filter(|&i| log.kind[i] == PacketKind::Data as u8 && log.fate[i] == Fate::Delivered as u8)
+            .collect()
+    };
+
+    // CoDel (RFC 8289) under kernel Cubic: a 1000-packet buffer that droptail would fill.
+    let out = emulate(
+        r#"
+        duration = "6s"
+        [link]
+        rate = "12Mbps"
+        delay = "20ms"
+        queue = 1000
+        aqm = "codel"
+        [[flows]]
+        scheme = "kernel:cubic"
+        "#,
+    );
+    conserved(&out);
+    let log = out.run.packets.as_ref().unwrap();
+    check_causality(log, 20 * ms);
+    let mut sojourn: Vec<u64> = delivered_data(log)
+        .into_iter()
+        .filter(|&i| log.enqueued[i] > 2000 * ms)
+        .map(|i| log.dequeued[i] - log.enqueued[i])
+        .collect();
+    sojourn.sort_unstable();
+    let median = sojourn[sojourn.len() / 2] as f64 / ms as f64;
+    assert!(median < 20.0, "CoDel's median sojourn {median} ms");
+    assert!(out.run.metrics.total.throughput_mbps > 9.0, "{}", out.run.metrics.total.throughput_mbps);
+
+    // A 12 Mbit/s policer with a 15 KB bucket before a 100 Mbit/s link.
+    let out = emulate(
+        r#"
+        duration = "4s"
+        [link]
+        rate = "100Mbps"
+        delay = "10ms"
+        queue = 1000
+        aqm = "policer"
+        [link.token_bucket]
+        rate = "12Mbps"
+        burst = "15KB"
+        [[flows]]
+        scheme = "kernel:cubic"
+        "#,
+    );
+    conserved(&out);
+    let log = out.run.packets.as_ref().unwrap();
+    let mut passed: Vec<(u64, u64)> = (0..log.len())
+        .filter(|&i| log.kind[i] == PacketKind::Data as u8)
+        .filter(|&i| log.fate[i] != Fate::DropQueue as u8 && log.fate[i] != Fate::DropLoss as u8)
+        .filter(|&i| log.enqueued[i] != cclab_core::NEVER)
+        .map(|i| (log.enqueued[i], log.size[i] as u64))
+        .collect();
+    passed.sort_unstable();
+    assert!(out.run.stats.data_dropped > 0, "the policer dropped nothing");
+    for i in (0..passed.len()).step_by(53) {
+        let mut bytes = 0u64;
+        for &(t, b) in &passed[i..] {
+            bytes += b;
+            let allowed = 15_000.0 + 12e6 / 8.0 * (t - passed[i].0) as f64 / 1e9;
+            assert!(bytes as f64 <= allowed + 1e-6, "{bytes} B passed by {t} from {}", passed[i].0);
+        }
+    }
+
+    // The Pantheon's ACK aggregation: ten opportunities every 200 ms on the ACK path.
+    let trace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/traces/10-every-200.trace");
+    if trace.exists() {
+        let out = emulate(&format!(
+            r#"
+            duration = "4s"
+            [link]
+            rate = "12Mbps"
+            delay = "10ms"
+            reverse_trace = {:?}
+            [[flows]]
+            scheme = "kernel:cubic"
+            "#,
+            trace.canonicalize().unwrap().display().to_string()
+        ));
+        conserved(&out);
+        let log = out.run.packets.as_ref().unwrap();
+        let mut bursts: BTreeSet<u64> = BTreeSet::new();
+        for i in 0..log.len() {
+            if log.kind[i] == PacketKind::Ack as u8 && log.fate[i] == Fate::Delivered as u8 {
+                assert_eq!(log.dequeued[i] % (200 * ms), 0, "ACK left off the bursts at {}", log.dequeued[i]);
+                bursts.insert(log.dequeued[i]);
+            }
+        }
+        assert!(bursts.len() >= 15, "ACK bursts at {bursts:?}");
+    }
+}

@@ -3,10 +3,9 @@
 //! machines over the engine's packet type, so every engine applies exactly the same models.
 
 use crate::delivery::{DeliveryProcess, Server, Service};
-use crate::qdisc::{InService, Limit, Qdisc, QueueDiscipline};
+use crate::qdisc::{InService, Limit, Qdisc, QdiscSpec, QueueDiscipline};
 use crate::stage::WirePacket;
 use cclab_core::rng::Rng;
-use cclab_core::scenario::Aqm;
 use cclab_core::time::Time;
 
 /// A queue discipline and the delivery process that drains it. `Q` defaults to the enum of the
@@ -21,9 +20,9 @@ pub struct Bottleneck<P, Q = Qdisc<P>> {
 
 impl<P: WirePacket> Bottleneck<P> {
     /// The bottleneck a scenario describes: its discipline, limit and delivery process; `rng`
-    /// draws the delivery process's randomness.
-    pub fn new(service: Service, limit: Limit, aqm: Aqm, rng: Rng) -> Self {
-        Bottleneck::with_qdisc(Qdisc::new(aqm, limit), service, rng)
+    /// draws the delivery process's randomness, `qdisc_rng` the discipline's (PIE, RED).
+    pub fn new(service: Service, limit: Limit, spec: &QdiscSpec, rng: Rng, qdisc_rng: Rng) -> Self {
+        Bottleneck::with_qdisc(Qdisc::new(spec, limit, qdisc_rng), service, rng)
     }
 }
 
@@ -160,7 +159,13 @@ mod tests {
 
     #[test]
     fn constant_link_serialises_back_to_back() {
-        let mut b = Bottleneck::new(Service::Constant(Rate(12_000_000)), Limit::Packets(2), Aqm::Droptail, Rng::new(1));
+        let mut b = Bottleneck::new(
+            Service::Constant(Rate(12_000_000)),
+            Limit::Packets(2),
+            &QdiscSpec::DropTail,
+            Rng::new(1),
+            Rng::new(2),
+        );
         assert!(offer(&mut b, 0, Pkt(1500)).is_empty());
         assert!(offer(&mut b, 0, Pkt(1500)).is_empty());
         assert_eq!(offer(&mut b, 0, Pkt(1500)), vec![1500], "limit counts the packet in service");
@@ -173,7 +178,7 @@ mod tests {
     #[test]
     fn opportunities_carry_bytes_across_packets() {
         let trace = Arc::new(Trace::parse("1\n").unwrap());
-        let mut b = Bottleneck::new(Service::Trace(trace), Limit::None, Aqm::Droptail, Rng::new(1));
+        let mut b = Bottleneck::new(Service::Trace(trace), Limit::None, &QdiscSpec::DropTail, Rng::new(1), Rng::new(2));
         for _ in 0..3 {
             let _ = offer(&mut b, 0, Pkt(1000));
         }
@@ -186,7 +191,13 @@ mod tests {
 
     #[test]
     fn drophead_drops_oldest_waiting() {
-        let mut b = Bottleneck::new(Service::Constant(Rate(12_000_000)), Limit::Packets(2), Aqm::Drophead, Rng::new(1));
+        let mut b = Bottleneck::new(
+            Service::Constant(Rate(12_000_000)),
+            Limit::Packets(2),
+            &QdiscSpec::DropHead,
+            Rng::new(1),
+            Rng::new(2),
+        );
         let _ = offer(&mut b, 0, Pkt(100));
         let _ = offer(&mut b, 0, Pkt(200));
         assert_eq!(offer(&mut b, 0, Pkt(300)), vec![200], "over the limit");
@@ -197,10 +208,12 @@ mod tests {
         // A byte limit below one packet: droptail refuses the packet, drophead serves it (it
         // never drops the packet in service).
         let limit = Limit::Bytes(1000);
-        let mut tail = Bottleneck::new(Service::Constant(Rate(12_000_000)), limit, Aqm::Droptail, Rng::new(1));
+        let mut tail =
+            Bottleneck::new(Service::Constant(Rate(12_000_000)), limit, &QdiscSpec::DropTail, Rng::new(1), Rng::new(2));
         assert_eq!(offer(&mut tail, 0, Pkt(1500)), vec![1500]);
         assert!(tail.is_empty());
-        let mut head = Bottleneck::new(Service::Constant(Rate(12_000_000)), limit, Aqm::Drophead, Rng::new(1));
+        let mut head =
+            Bottleneck::new(Service::Constant(Rate(12_000_000)), limit, &QdiscSpec::DropHead, Rng::new(1), Rng::new(2));
         assert!(offer(&mut head, 0, Pkt(1500)).is_empty());
         assert_eq!((head.len(), head.bytes()), (1, 1500));
         assert_eq!(head.next_event(), Some(MS));

@@ -10,12 +10,12 @@
 
 use crate::bottleneck::Bottleneck;
 use crate::delivery::{Service, Trace};
-use crate::qdisc::Limit;
+use crate::qdisc::{Limit, QdiscSpec};
 use crate::stage::{DelayLine, Jitter, Loss, WirePacket};
 use crate::FlowInfo;
 use cclab_core::metrics::{MetricsConfig, Schedule};
 use cclab_core::rng::{stream, Rng};
-use cclab_core::scenario::{Aqm, Scenario};
+use cclab_core::scenario::Scenario;
 use cclab_core::time::Time;
 use std::sync::Arc;
 
@@ -37,7 +37,8 @@ pub struct PathPlan {
     pub seed: u64,
     pub service: Service,
     pub limit: Limit,
-    pub aqm: Aqm,
+    /// The queue discipline and its parameters.
+    pub qdisc: QdiscSpec,
     /// i.i.d. loss probability before the bottleneck.
     pub loss: f64,
     /// Delay from the bottleneck to the receivers, ns.
@@ -72,6 +73,7 @@ impl PathPlan {
         let reverse_delay = scenario.reverse_delay().ns();
         let base_rtt = link.delay.ns() + reverse_delay;
         let limit = Limit::resolve(link.queue, service.mean_rate(), base_rtt);
+        let service_rate = service.mean_rate();
         let flows: Vec<FlowPath> = scenario
             .flow_instances()
             .iter()
@@ -102,6 +104,7 @@ impl PathPlan {
                 Schedule { start: f.info.start + forward, stop: f.info.stop + forward }
             })
             .collect();
+        let entries: Vec<usize> = flows.iter().map(|f| f.spec).collect();
         let metrics = MetricsConfig {
             n_flows: flows.len(),
             bin: scenario.output.bin.ns(),
@@ -113,7 +116,7 @@ impl PathPlan {
             seed: scenario.seed,
             service,
             limit,
-            aqm: link.aqm,
+            qdisc: QdiscSpec::from_link(link, &entries, service_rate),
             loss: link.loss,
             prop_delay: link.delay.ns(),
             prop_jitter: link.delay_jitter.ns(),
@@ -142,7 +145,13 @@ impl PathPlan {
 
     /// The bottleneck, its delivery process on its own random stream.
     pub fn bottleneck<P: WirePacket>(&self) -> Bottleneck<P> {
-        Bottleneck::new(self.service.clone(), self.limit, self.aqm, Rng::derive(self.seed, stream::LINK))
+        Bottleneck::new(
+            self.service.clone(),
+            self.limit,
+            &self.qdisc,
+            Rng::derive(self.seed, stream::LINK),
+            Rng::derive(self.seed, stream::QUEUE),
+        )
     }
 
     /// The line from the bottleneck to the receivers: the propagation delay and its jitter, on
@@ -155,7 +164,14 @@ impl PathPlan {
     /// share one unbounded drop-tail queue drained by the trace.
     pub fn reverse_bottleneck<P: WirePacket>(&self) -> Option<Bottleneck<P>> {
         self.reverse_service.clone().map(|service| {
-            Bottleneck::new(service, Limit::None, Aqm::Droptail, Rng::derive(self.seed, stream::REVERSE_LINK))
+            // Droptail draws nothing; the queue stream is named only for the signature.
+            Bottleneck::new(
+                service,
+                Limit::None,
+                &QdiscSpec::DropTail,
+                Rng::derive(self.seed, stream::REVERSE_LINK),
+                Rng::derive(self.seed, stream::QUEUE),
+            )
         })
     }
 

@@ -30,6 +30,14 @@ impl<P: WirePacket> Fifo<P> {
         Some(p)
     }
 
+    /// Removes the newest packet (a tail drop of a packet already queued).
+    #[inline]
+    pub fn pop_back(&mut self) -> Option<P> {
+        let p = self.q.pop_back()?;
+        self.bytes -= p.wire_size();
+        Some(p)
+    }
+
     pub fn front(&self) -> Option<&P> {
         self.q.front()
     }
@@ -52,5 +60,24 @@ impl<P: WirePacket> Fifo<P> {
     pub fn drain(&mut self, out: &mut impl FnMut(P)) {
         self.bytes = 0;
         self.q.drain(..).for_each(out);
+    }
+}
+
+/// A packet with the time it entered a discipline: what sojourn-time disciplines (CoDel, PIE,
+/// FQ-CoDel) store in their FIFOs.
+#[derive(Clone, Debug)]
+pub struct Stamped<P> {
+    pub at: cclab_core::time::Time,
+    pub p: P,
+}
+
+impl<P: WirePacket> WirePacket for Stamped<P> {
+    #[inline]
+    fn wire_size(&self) -> u64 {
+        self.p.wire_size()
+    }
+    #[inline]
+    fn flow(&self) -> u32 {
+        self.p.flow()
     }
 }
