@@ -36,6 +36,9 @@ pub struct MetricsConfig {
     /// scenario's schedule; a flow without an entry (an import has none) is scheduled from
     /// its first send to its last, both shifted by its minimum one-way delay.
     pub schedule: Vec<Schedule>,
+    /// The engine promises that delivered records come in order of arrival time (the
+    /// simulator's do): the Jain buckets then stream instead of being kept to the end.
+    pub arrivals_ordered: bool,
 }
 
 /// The span, in the records' clock (ns), over which a flow should be delivering: its sender's
@@ -108,6 +111,9 @@ pub struct Metrics {
     pub capacity_mbps: f64,
     pub utilisation: f64,
     pub series: Vec<SeriesRow>,
+    /// Width of the series' bins, ns: the configured bin, doubled as often as the run needed to
+    /// keep within the series' memory bound (`accumulator::SERIES_BUDGET`).
+    pub series_bin: u64,
     pub jain: Vec<JainRow>,
     /// Median of Jain over counted buckets (NaN if none).
     pub jain_median: f64,

@@ -436,7 +436,9 @@ pub fn simulate(
     progress: &mut dyn FnMut(u64) -> Result<(), String>,
 ) -> Result<(RunOutput, Option<CcTrace>), SimError> {
     let wall = std::time::Instant::now();
-    let plan = PathPlan::resolve(scenario).map_err(SimError::Input)?;
+    let mut plan = PathPlan::resolve(scenario).map_err(SimError::Input)?;
+    // Data records are emitted as packets arrive, in event order: the metrics can stream.
+    plan.metrics.arrivals_ordered = true;
 
     let mut pipes = vec![Pipe { line: plan.prop_line(), dest: Dest::Receiver }];
     let rlink = plan.reverse_bottleneck();

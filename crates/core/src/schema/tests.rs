@@ -37,6 +37,7 @@ fn metrics() -> Metrics {
             delay_mean_ms: 5.0,
             delay_max_ms: 6.0,
         }],
+        series_bin: 500_000_000,
         jain: vec![JainRow { t: 7, active_flows: 2, delivering_flows: 1, jain: 0.9, counted: true }],
         jain_median: 0.8,
         jain_counted: 0.6,
