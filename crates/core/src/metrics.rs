@@ -73,6 +73,28 @@ pub struct FlowSummary {
     pub queueing_p95_ms: f64,
     /// Byte-weighted loss in percent, [0, 100].
     pub loss_pct: f64,
+    /// Loss-triggered window reductions of the sender (recovery epochs + RTOs); None when the
+    /// engine does not know them (imports, kernel stacks). See `congestion.rs`.
+    pub congestion_events: Option<u64>,
+    /// Goh–Barabási burstiness of the sender's inter-loss gaps (NaN: unknown or < 3 losses).
+    pub loss_burstiness: f64,
+}
+
+impl FlowSummary {
+    /// Brings the sender's congestion statistics into the summary (`congestion.rs`).
+    pub fn set_congestion(&mut self, events: u64, gaps: &LossGaps) {
+        self.congestion_events = Some(events);
+        self.loss_burstiness = gaps.burstiness();
+    }
+
+    /// Packets the path dropped per congestion event (IMC'21's losses per cwnd halving); NaN
+    /// without events.
+    pub fn losses_per_event(&self) -> f64 {
+        match self.congestion_events {
+            Some(e) if e > 0 => self.packets_dropped as f64 / e as f64,
+            _ => f64::NAN,
+        }
+    }
 }
 
 /// One row of the time series: one flow in one bin (columns: [`crate::schema::TIMESERIES`]).
@@ -133,8 +155,10 @@ pub fn nearest_rank(n: u64, q: f64) -> u64 {
 
 pub use accumulator::MetricsAccumulator;
 pub use analyze::{analyze, analyze_columns, PacketColumns};
+pub use congestion::LossGaps;
 mod accumulator;
 mod analyze;
+mod congestion;
 mod histogram;
 #[cfg(test)]
 mod tests;

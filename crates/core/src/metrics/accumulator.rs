@@ -132,6 +132,8 @@ impl Counts {
             },
             delay_min_ms: us_ms(min),
             queueing_p95_ms: us_ms(q95),
+            congestion_events: None,
+            loss_burstiness: f64::NAN,
             // In-flight bytes count as not delivered, as in the Pantheon (ingress vs egress).
             loss_pct: if self.bytes_sent > 0 {
                 100.0 * (1.0 - self.bytes_delivered as f64 / self.bytes_sent as f64)

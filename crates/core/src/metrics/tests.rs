@@ -729,3 +729,35 @@ fn streamed_jain_refuses_records_out_of_order() {
     acc.add(&data(0, 0, 1000, 0, 50 * MS, Fate::Delivered));
     acc.add(&data(1, 0, 1000, 0, 20 * MS, Fate::Delivered));
 }
+
+// --- Congestion statistics (issue 12) -----------------------------------------------------
+
+#[test]
+fn burstiness_of_hand_checked_gap_sequences() {
+    let of = |times: &[u64]| {
+        let mut g = LossGaps::default();
+        times.iter().for_each(|&t| g.record(t));
+        g.burstiness()
+    };
+    // Periodic losses: σ = 0, B = −1.
+    assert_eq!(of(&[0, 10, 20, 30]), -1.0);
+    // Gaps 0, 0, 30: μ = 10, σ = √200 = 14.142…, B = (σ − μ)/(σ + μ) = 0.17157…
+    let b = of(&[5, 5, 5, 35]);
+    let sd = 200f64.sqrt();
+    assert_close!(b, (sd - 10.0) / (sd + 10.0));
+    // Gaps 1, 3: μ = 2, σ = 1, B = −1/3.
+    assert_close!(of(&[0, 1, 4]), -1.0 / 3.0);
+    // Fewer than two gaps, or all gaps zero: undefined.
+    assert!(of(&[1, 2]).is_nan() && of(&[]).is_nan() && of(&[7, 7, 7]).is_nan());
+}
+
+#[test]
+fn losses_per_event_divides_drops_by_events() {
+    let mut s = FlowSummary { packets_dropped: 12, ..FlowSummary::default() };
+    assert!(s.losses_per_event().is_nan(), "unknown events");
+    s.set_congestion(0, &LossGaps::default());
+    assert!(s.losses_per_event().is_nan(), "no events");
+    s.set_congestion(8, &LossGaps::default());
+    assert_eq!(s.losses_per_event(), 1.5);
+    assert!(s.loss_burstiness.is_nan());
+}
