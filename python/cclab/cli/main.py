@@ -37,6 +37,7 @@ COMMANDS: list[str] = [
     "cclab.cli.runs_command",
     "cclab.cli.import_command",
     "cclab.cli.reproduce_command",
+    "cclab.cli.model_command",
 ]
 
 
