@@ -78,7 +78,14 @@ fn synthetic_log(packets: usize, jitter_ns: u64) -> PacketLog {
 }
 
 fn config() -> MetricsConfig {
-    MetricsConfig { n_flows: FLOWS as usize, bin: 500 * MS, jain_bucket: 100 * MS, origin: 0, schedule: Vec::new() }
+    MetricsConfig {
+        n_flows: FLOWS as usize,
+        bin: 500 * MS,
+        jain_bucket: 100 * MS,
+        origin: 0,
+        schedule: Vec::new(),
+        arrivals_ordered: false,
+    }
 }
 
 fn capacity(t0: u64, t1: u64) -> f64 {

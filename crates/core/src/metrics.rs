@@ -36,6 +36,9 @@ pub struct MetricsConfig {
     /// scenario's schedule; a flow without an entry (an import has none) is scheduled from
     /// its first send to its last, both shifted by its minimum one-way delay.
     pub schedule: Vec<Schedule>,
+    /// The engine promises that delivered records come in order of arrival time (the
+    /// simulator's do): the Jain buckets then stream instead of being kept to the end.
+    pub arrivals_ordered: bool,
 }
 
 /// The span, in the records' clock (ns), over which a flow should be delivering: its sender's
@@ -70,6 +73,28 @@ pub struct FlowSummary {
     pub queueing_p95_ms: f64,
     /// Byte-weighted loss in percent, [0, 100].
     pub loss_pct: f64,
+    /// Loss-triggered window reductions of the sender (recovery epochs + RTOs); None when the
+    /// engine does not know them (imports, kernel stacks). See `congestion.rs`.
+    pub congestion_events: Option<u64>,
+    /// Goh–Barabási burstiness of the sender's inter-loss gaps (NaN: unknown or < 3 losses).
+    pub loss_burstiness: f64,
+}
+
+impl FlowSummary {
+    /// Brings the sender's congestion statistics into the summary (`congestion.rs`).
+    pub fn set_congestion(&mut self, events: u64, gaps: &LossGaps) {
+        self.congestion_events = Some(events);
+        self.loss_burstiness = gaps.burstiness();
+    }
+
+    /// Packets the path dropped per congestion event (IMC'21's losses per cwnd halving); NaN
+    /// without events.
+    pub fn losses_per_event(&self) -> f64 {
+        match self.congestion_events {
+            Some(e) if e > 0 => self.packets_dropped as f64 / e as f64,
+            _ => f64::NAN,
+        }
+    }
 }
 
 /// One row of the time series: one flow in one bin (columns: [`crate::schema::TIMESERIES`]).
@@ -108,6 +133,9 @@ pub struct Metrics {
     pub capacity_mbps: f64,
     pub utilisation: f64,
     pub series: Vec<SeriesRow>,
+    /// Width of the series' bins, ns: the configured bin, doubled as often as the run needed to
+    /// keep within the series' memory bound (`accumulator::SERIES_BUDGET`).
+    pub series_bin: u64,
     pub jain: Vec<JainRow>,
     /// Median of Jain over counted buckets (NaN if none).
     pub jain_median: f64,
@@ -127,8 +155,10 @@ pub fn nearest_rank(n: u64, q: f64) -> u64 {
 
 pub use accumulator::MetricsAccumulator;
 pub use analyze::{analyze, analyze_columns, PacketColumns};
+pub use congestion::LossGaps;
 mod accumulator;
 mod analyze;
+mod congestion;
 mod histogram;
 #[cfg(test)]
 mod tests;

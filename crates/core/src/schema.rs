@@ -342,6 +342,24 @@ pub static SUMMARY: &[Column<Get<SummaryRow>>] = &[
         Get::I64(|r| signed(r.summary.last_delivery)),
     ),
     col(
+        "congestion_events",
+        "events",
+        "loss-triggered window reductions of the sender: recovery epochs entered plus retransmission timeouts (IMC'21's cwnd halvings); NaN where the engine does not know them",
+        Get::F64(|r| r.summary.congestion_events.map_or(f64::NAN, |e| e as f64)),
+    ),
+    col(
+        "losses_per_event",
+        "packets",
+        "packets_dropped / congestion_events (IMC'21's losses per cwnd halving); NaN without events",
+        Get::F64(|r| r.summary.losses_per_event()),
+    ),
+    col(
+        "loss_burstiness",
+        "",
+        "Goh-Barabasi burstiness (sd - mean)/(sd + mean) of the gaps between the sender's loss detections: -1 periodic, 0 Poisson, towards 1 bursty; NaN with fewer than 3 losses",
+        Get::F64(|r| r.summary.loss_burstiness),
+    ),
+    col(
         "utilisation",
         "fraction",
         "whole run: bits delivered after the first delivery / link capacity up to the last (total row only)",

@@ -111,6 +111,8 @@ impl PathPlan {
             jain_bucket: scenario.output.jain_bucket.ns(),
             origin: 0,
             schedule,
+            // An engine that promises arrival order says so (the simulator does).
+            arrivals_ordered: false,
         };
         Ok(PathPlan {
             seed: scenario.seed,

@@ -61,6 +61,7 @@ pub fn analyze<'py>(
         jain_bucket: jain_bucket_ns,
         origin: origin_ns,
         schedule: Vec::new(),
+        arrivals_ordered: false,
     };
     // Mbit/s × ns / 1000 = bits.
     let rate = capacity_mbps.unwrap_or(0.0);

@@ -22,6 +22,9 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("FATE", codes(py, &Fate::NAMES)?)?;
     m.add("KIND", codes(py, &PacketKind::NAMES)?)?;
     m.add("NEVER", NEVER)?;
+    // Packet sizes, for models that convert between packets and bytes (python/cclab/models.py).
+    m.add("MSS", cclab_core::scenario::MSS)?;
+    m.add("PACKET_BYTES", cclab_core::scenario::PACKET_BYTES)?;
     m.add_function(wrap_pyfunction!(parse_duration, m)?)?;
     m.add_function(wrap_pyfunction!(parse_rate, m)?)?;
     m.add_function(wrap_pyfunction!(parse_size, m)?)

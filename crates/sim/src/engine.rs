@@ -436,7 +436,9 @@ pub fn simulate(
     progress: &mut dyn FnMut(u64) -> Result<(), String>,
 ) -> Result<(RunOutput, Option<CcTrace>), SimError> {
     let wall = std::time::Instant::now();
-    let plan = PathPlan::resolve(scenario).map_err(SimError::Input)?;
+    let mut plan = PathPlan::resolve(scenario).map_err(SimError::Input)?;
+    // Data records are emitted as packets arrive, in event order: the metrics can stream.
+    plan.metrics.arrivals_ordered = true;
 
     let mut pipes = vec![Pipe { line: plan.prop_line(), dest: Dest::Receiver }];
     let rlink = plan.reverse_bottleneck();
@@ -527,7 +529,17 @@ pub fn simulate(
     sim.now = end;
     sim.flush();
 
-    let out = sim.sinks.finish(&plan, events, wall.elapsed().as_secs_f64());
+    let mut out = sim.sinks.finish(&plan, events, wall.elapsed().as_secs_f64());
+    // The senders know their congestion events; the total row adds them up (its burstiness is
+    // left undefined: gaps of different flows do not form one sequence).
+    let mut total_events = 0;
+    for (summary, flow) in out.metrics.flows.iter_mut().zip(&sim.flows) {
+        let st = &flow.sender.stats;
+        let events = st.congestion_events + st.rto_count;
+        summary.set_congestion(events, &st.loss_gaps);
+        total_events += events;
+    }
+    out.metrics.total.set_congestion(total_events, &Default::default());
     Ok((out, sim.cc_trace))
 }
 

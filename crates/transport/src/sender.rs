@@ -4,6 +4,7 @@ use cclab_cc::{
     AckEvent, AckedPacket, CaState, CcContext, CcTag, CongestionControl, CongestionEvent, LossCause, LostPacket,
     RateSample, Rng, SentPacket, Time,
 };
+use cclab_core::metrics::LossGaps;
 use std::collections::VecDeque;
 
 /// RACK / RFC 9002 time threshold: a packet is lost 9/8 RTT after a later one was acked.
@@ -62,6 +63,10 @@ pub struct SenderStats {
     pub packets_lost: u64,
     pub rto_count: u64,
     pub congestion_events: u64,
+    /// Gaps between the send times of packets declared lost, for their burstiness: a flow's
+    /// packets reach the bottleneck in send order one fixed access delay later, so these are
+    /// the gaps between the queue's drops of this flow (IMC'21 logs drops at the queue).
+    pub loss_gaps: LossGaps,
 }
 
 pub struct Sender {
@@ -494,6 +499,7 @@ impl Sender {
         self.in_flight -= p.len as u64;
         self.lost_total += p.len as u64;
         self.stats.packets_lost += 1;
+        self.stats.loss_gaps.record(p.send_time);
         self.retransmit.push_back((p.offset, p.len));
         self.lost_buf.push(LostPacket { id, bytes: p.len as u64, send_time: p.send_time, tag: p.tag, cause });
     }

@@ -40,6 +40,7 @@ COMMANDS: list[str] = [
     "cclab.cli.sweep_command",
     "cclab.cli.calibrate_command",
     "cclab.cli.presets_command",
+    "cclab.cli.model_command",
 ]
 
 

@@ -12,14 +12,32 @@ from rich.table import Table
 
 from cclab.cli.common import CommandError, add_jobs_argument, make_console
 from cclab.reproduce import REPRODUCTIONS, Reproduction, reproduce
+from cclab.reproduce_scale import reproduce_scale
+
+#: Reproductions with their own module (IMC'21 at scale: python/cclab/reproduce_scale.py).
+ALL_REPRODUCTIONS = (*REPRODUCTIONS, "scale")
 
 NAME = "reproduce"
-HELP = "run a published experiment (copa-fairness, copa-rtt-fairness) and compare with the paper"
+HELP = "run a published experiment (copa-fairness, copa-rtt-fairness, scale) and compare"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "name", choices=REPRODUCTIONS, metavar="NAME", help=", ".join(REPRODUCTIONS)
+        "name", choices=ALL_REPRODUCTIONS, metavar="NAME", help=", ".join(ALL_REPRODUCTIONS)
+    )
+    parser.add_argument(
+        "--scale",
+        type=float,
+        default=1.0,
+        help="scale: CoreScale's rate, buffer and flow counts times this factor, in (0, 1] "
+        "(e.g. 0.1; default 1, the paper's setting)",
+    )
+    parser.add_argument(
+        "--duration",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="scale: simulated seconds per run (default 300)",
     )
     parser.add_argument(
         "--seeds", type=int, default=None, help="seeds per scheme (default: 3; rtt-fairness 1)"
@@ -49,6 +67,13 @@ HEADERS = {
     "ours_minus_paper": "Δ paper",
     "ours_minus_report": "Δ report",
     "utilisation": "util",
+    "finding": "finding",
+    "setting": "setting",
+    "flows": "flows",
+    "ours": "ours",
+    "paper_text": "paper says",
+    "model": "model",
+    "error_median": "median err",
 }
 
 
@@ -62,7 +87,8 @@ def print_reproduction(rep: Reproduction, console: Console) -> None:
     columns = [c for c in rep.table.columns if c in HEADERS]
     table = Table(title=rep.name, title_justify="left")
     for col in columns:
-        table.add_column(HEADERS[col], justify="left" if col == "scheme" else "right", no_wrap=True)
+        left = col in ("scheme", "finding", "setting", "paper_text")
+        table.add_column(HEADERS[col], justify="left" if left else "right", no_wrap=True)
     for _, row in rep.table.iterrows():
         table.add_row(*(_cell(row[c]) for c in columns))
     console.print(table)
@@ -72,6 +98,20 @@ def print_reproduction(rep: Reproduction, console: Console) -> None:
 
 
 def execute(args: argparse.Namespace) -> int:
+    if args.name == "scale":
+        try:
+            extra = {} if args.duration is None else {"duration": args.duration}
+            rep = reproduce_scale(
+                **extra,
+                scale=args.scale,
+                out=args.out,
+                workers=args.jobs,
+                command=["cclab", *sys.argv[1:]],
+            )
+        except ValueError as e:
+            raise CommandError(str(e)) from e
+        print_reproduction(rep, make_console())
+        return 0
     kwargs: dict[str, Any] = {"out": args.out, "workers": args.jobs}
     if args.seeds is not None:
         if args.seeds < 1:

@@ -3,8 +3,17 @@
 //! Records may come in any order (the simulator emits them as packets complete, the emulator and
 //! the log importers need not), so every piece of state is a sum, a count, a min or a max,
 //! kept in integers: the output depends on the multiset of records only, not on their order.
-//! Memory grows with flows × duration / bin (time series and Jain buckets) and with the distinct
-//! delay values (the histograms), never with the number of packets.
+//! Memory never grows with the number of packets, and it is bounded independently of the
+//! simulated time (issue 12: thousands of flows for hours):
+//! - the time series keeps at most [`SERIES_BUDGET`] bins over all flows: when a run outgrows
+//!   it, the bin width doubles (pairs of bins merge exactly; the width reached depends only on
+//!   the last bin touched, so not on the records' order) and [`Metrics::series_bin`] says which
+//!   width the rows have;
+//! - the Jain buckets stream when the engine delivers records in arrival order
+//!   ([`MetricsConfig::arrivals_ordered`], the simulator): a bucket is closed as soon as a later
+//!   delivery is seen, holding one counter per flow; otherwise (imports, the emulator) every
+//!   flow's buckets are kept to the end, as the records may come in any order;
+//! - the delay histograms switch from exact to log-linear past a per-flow budget (`histogram.rs`).
 //!
 //! Resolution: throughput, loss and mean delays are exact (integer bytes and ns). Order
 //! statistics — minimum, p95 and queueing p95 — come from histograms of the delay floored to
@@ -13,6 +22,10 @@
 //! purpose: reporting an exact ns minimum next to a floored p95 could show p95 < min.
 
 use super::histogram::DelayHist;
+
+/// Time-series bins (over all flows) the accumulator keeps before doubling the bin width:
+/// ~100 MB at 48 bytes a bin, 1000 s of 500 ms bins for 4000 flows.
+pub const SERIES_BUDGET: usize = 1 << 21;
 use super::{FlowSummary, JainRow, Metrics, MetricsConfig, Schedule, SeriesRow};
 use crate::record::{Fate, PacketKind, PacketRecord, NEVER};
 
@@ -119,6 +132,8 @@ impl Counts {
             },
             delay_min_ms: us_ms(min),
             queueing_p95_ms: us_ms(q95),
+            congestion_events: None,
+            loss_burstiness: f64::NAN,
             // In-flight bytes count as not delivered, as in the Pantheon (ingress vs egress).
             loss_pct: if self.bytes_sent > 0 {
                 100.0 * (1.0 - self.bytes_delivered as f64 / self.bytes_sent as f64)
@@ -140,19 +155,17 @@ struct FlowAcc {
     hist: DelayHist,
 }
 
-impl Default for FlowAcc {
-    fn default() -> Self {
+impl FlowAcc {
+    fn new(hist_budget: usize) -> Self {
         FlowAcc {
             counts: Counts::default(),
             bins: Vec::new(),
             first_bin: usize::MAX,
             jain: Vec::new(),
-            hist: DelayHist::default(),
+            hist: DelayHist::with_budget(hist_budget),
         }
     }
-}
 
-impl FlowAcc {
     #[inline]
     fn bin(&mut self, i: usize) -> &mut Bin {
         if i >= self.bins.len() {
@@ -161,6 +174,39 @@ impl FlowAcc {
         self.first_bin = self.first_bin.min(i);
         &mut self.bins[i]
     }
+
+    /// Merges bins pairwise: the series at twice the width, exactly.
+    fn halve_bins(&mut self) {
+        let merged = self
+            .bins
+            .chunks(2)
+            .map(|pair| {
+                pair.iter().fold(Bin::default(), |a, b| Bin {
+                    delay_sum_ns: a.delay_sum_ns + b.delay_sum_ns,
+                    sent_bytes: a.sent_bytes + b.sent_bytes,
+                    delivered_bytes: a.delivered_bytes + b.delivered_bytes,
+                    delivered: a.delivered + b.delivered,
+                    delay_max_ns: a.delay_max_ns.max(b.delay_max_ns),
+                })
+            })
+            .collect();
+        self.bins = merged;
+        if self.first_bin != usize::MAX {
+            self.first_bin /= 2;
+        }
+    }
+}
+
+/// The Jain buckets being streamed (arrival-ordered records): the open bucket's bytes per flow.
+#[derive(Clone, Debug, Default)]
+struct JainStream {
+    /// The open bucket, once a delivery has been seen.
+    open: Option<usize>,
+    bytes: Vec<u64>,
+    /// Flows with bytes in the open bucket, to reset only those.
+    touched: Vec<u32>,
+    rows: Vec<JainRow>,
+    previous: Option<Vec<usize>>,
 }
 
 /// Bits over a span in ns, as Mbit/s (bits/ns = Gbit/s).
@@ -191,6 +237,14 @@ fn median(mut v: Vec<f64>) -> f64 {
 pub struct MetricsAccumulator {
     cfg: MetricsConfig,
     flows: Vec<FlowAcc>,
+    /// Each flow's histogram budget.
+    hist_budget: usize,
+    /// The series' bins are `cfg.bin << series_shift` wide.
+    series_shift: u32,
+    /// Bins per flow before the width doubles.
+    series_cap: usize,
+    /// Streaming Jain state, when records come in arrival order and every flow has a schedule.
+    stream: Option<JainStream>,
 }
 
 impl MetricsAccumulator {
@@ -198,8 +252,47 @@ impl MetricsAccumulator {
     pub fn new(cfg: MetricsConfig) -> Self {
         assert!(cfg.bin > 0, "metrics: time-series bin must be > 0 ns");
         assert!(cfg.jain_bucket > 0, "metrics: Jain bucket must be > 0 ns");
-        let flows = (0..cfg.n_flows).map(|_| FlowAcc::default()).collect();
-        MetricsAccumulator { cfg, flows }
+        let hist_budget = DelayHist::flow_budget(cfg.n_flows);
+        let flows = (0..cfg.n_flows).map(|_| FlowAcc::new(hist_budget)).collect();
+        let series_cap = (SERIES_BUDGET / cfg.n_flows.max(1)).max(64);
+        // Streaming needs each flow's schedule up front (a derived one is known only at the end).
+        let stream = (cfg.arrivals_ordered && cfg.schedule.len() >= cfg.n_flows)
+            .then(|| JainStream { bytes: vec![0; cfg.n_flows], ..JainStream::default() });
+        MetricsAccumulator { cfg, flows, hist_budget, series_shift: 0, series_cap, stream }
+    }
+
+    /// The series bin of time `t`, doubling the bin width until it fits the cap.
+    #[inline]
+    fn series_index(&mut self, t: u64) -> usize {
+        loop {
+            let i = (t.saturating_sub(self.cfg.origin) / (self.cfg.bin << self.series_shift)) as usize;
+            if i < self.series_cap {
+                return i;
+            }
+            self.series_shift += 1;
+            for f in &mut self.flows {
+                f.halve_bins();
+            }
+        }
+    }
+
+    /// Closes the open Jain bucket and the empty ones up to (not including) bucket `upto`.
+    fn close_jain(&mut self, upto: usize) {
+        let Some(st) = &mut self.stream else { return };
+        let Some(open) = st.open else { return };
+        let schedules: Vec<Option<Schedule>> = self.cfg.schedule.iter().copied().map(Some).collect();
+        for k in open..upto {
+            let bytes = &st.bytes;
+            let row = jain_row(k, &self.cfg, &schedules, &mut st.previous, |f| bytes.get(f).copied().unwrap_or(0));
+            st.rows.push(row);
+            if k == open {
+                for &f in &st.touched {
+                    st.bytes[f as usize] = 0;
+                }
+                st.touched.clear();
+            }
+        }
+        st.open = Some(upto);
     }
 
     #[inline]
@@ -214,11 +307,34 @@ impl MetricsAccumulator {
     pub(super) fn add_data(&mut self, flow: u32, size: u32, sent: u64, arrived: u64, fate: Fate, retx: bool) {
         let f = flow as usize;
         if f >= self.flows.len() {
-            self.flows.resize_with(f + 1, FlowAcc::default);
+            let budget = self.hist_budget;
+            self.flows.resize_with(f + 1, || FlowAcc::new(budget));
+            // A flow beyond the configured ones has no schedule: buckets must wait for the end.
+            if let Some(st) = self.stream.take() {
+                assert!(st.open.is_none(), "metrics: flow {f} appeared after Jain buckets were closed");
+            }
         }
-        let (origin, bin, jain_bucket) = (self.cfg.origin, self.cfg.bin, self.cfg.jain_bucket);
+        let (origin, jain_bucket) = (self.cfg.origin, self.cfg.jain_bucket);
         // Times before the origin land in the first bin rather than wrapping around.
         let index = |t: u64, width: u64| (t.saturating_sub(origin) / width) as usize;
+        let delivered = fate == Fate::Delivered && arrived != NEVER;
+        // Widen the bins first for the later of the two times, so both use the same width.
+        self.series_index(if delivered { sent.max(arrived) } else { sent });
+        let width = self.cfg.bin << self.series_shift;
+        let (sent_bin, arrived_bin) = (index(sent, width), if delivered { index(arrived, width) } else { 0 });
+        if let Some(st) = &self.stream {
+            if delivered {
+                let j = index(arrived, jain_bucket);
+                match st.open {
+                    None => self.stream.as_mut().expect("checked").open = Some(j),
+                    Some(open) if j > open => self.close_jain(j),
+                    Some(open) => assert!(
+                        j == open,
+                        "metrics: records promised in arrival order, but one arrived in Jain bucket {j} after bucket {open}"
+                    ),
+                }
+            }
+        }
         let acc = &mut self.flows[f];
         let size = size as u64;
         acc.counts.packets_sent += 1;
@@ -226,7 +342,7 @@ impl MetricsAccumulator {
         acc.counts.retransmissions += retx as u64;
         acc.counts.first_sent = acc.counts.first_sent.min(sent);
         acc.counts.last_sent = acc.counts.last_sent.max(sent);
-        acc.bin(index(sent, bin)).sent_bytes += size;
+        acc.bin(sent_bin).sent_bytes += size;
         match fate {
             // A "delivered" record without an arrival time is corrupt; counting it as delivered
             // would put it in a bin at the end of time.
@@ -238,16 +354,26 @@ impl MetricsAccumulator {
                 c.last_delivery = c.last_delivery.max(arrived);
                 let delay = arrived.saturating_sub(sent);
                 c.delay_sum_ns += delay as u128;
-                let b = acc.bin(index(arrived, bin));
+                let b = acc.bin(arrived_bin);
                 b.delivered_bytes += size;
                 b.delivered += 1;
                 b.delay_sum_ns += delay as u128;
                 b.delay_max_ns = b.delay_max_ns.max(delay);
-                let j = index(arrived, jain_bucket);
-                if j >= acc.jain.len() {
-                    acc.jain.resize(j + 1, 0);
+                match &mut self.stream {
+                    Some(st) => {
+                        if st.bytes[f] == 0 {
+                            st.touched.push(f as u32);
+                        }
+                        st.bytes[f] += size;
+                    }
+                    None => {
+                        let j = index(arrived, jain_bucket);
+                        if j >= acc.jain.len() {
+                            acc.jain.resize(j + 1, 0);
+                        }
+                        acc.jain[j] += size;
+                    }
                 }
-                acc.jain[j] += size;
                 acc.hist.add(delay / 1000, 1);
             }
             Fate::DropQueue | Fate::DropLoss | Fate::DropDevice => acc.counts.packets_dropped += 1,
@@ -260,17 +386,26 @@ impl MetricsAccumulator {
         self.flows.iter().map(|f| f.hist.heap_bytes()).sum()
     }
 
-    /// Heap bytes held by the time series and Jain buckets.
+    /// Heap bytes held by the time series and Jain buckets (streamed ones included).
     pub fn series_bytes(&self) -> usize {
         let per_flow = |f: &FlowAcc| {
             f.bins.capacity() * std::mem::size_of::<Bin>() + f.jain.capacity() * std::mem::size_of::<u64>()
         };
-        self.flows.iter().map(per_flow).sum()
+        let stream = self.stream.as_ref().map_or(0, |st| {
+            st.bytes.capacity() * 8 + st.touched.capacity() * 4 + st.rows.capacity() * std::mem::size_of::<JainRow>()
+        });
+        self.flows.iter().map(per_flow).sum::<usize>() + stream
+    }
+
+    /// Flows whose delay histogram went log-linear (past its budget).
+    #[cfg(test)]
+    pub(super) fn inexact_histograms(&self) -> usize {
+        self.flows.iter().filter(|f| !f.hist.is_exact()).count()
     }
 
     /// `capacity_bits(t0, t1)`: bits the link could have delivered in (t0, t1], both times
     /// being deliveries as the records see them (the caller shifts them to the link's clock).
-    pub fn finish(self, capacity_bits: &dyn Fn(u64, u64) -> f64) -> Metrics {
+    pub fn finish(mut self, capacity_bits: &dyn Fn(u64, u64) -> f64) -> Metrics {
         let mut total = Counts::default();
         let mut pooled = DelayHist::default();
         // Per packet: delay − its own flow's minimum delay.
@@ -305,15 +440,33 @@ impl MetricsAccumulator {
         }
 
         let series = self.series();
-        let jain = self.jain(&total);
+        let jain = match &self.stream {
+            Some(st) => {
+                let last = st.open.map_or(0, |k| k + 1);
+                self.close_jain(last);
+                self.stream.take().map(|st| st.rows).unwrap_or_default()
+            }
+            None => self.jain(&total),
+        };
+        let series_bin = self.cfg.bin << self.series_shift;
         let jain_median = median(jain.iter().filter(|r| r.counted).map(|r| r.jain).collect());
         let counted = jain.iter().filter(|r| r.counted).count();
         let jain_counted = if jain.is_empty() { f64::NAN } else { counted as f64 / jain.len() as f64 };
-        Metrics { flows, total: total_summary, capacity_mbps, utilisation, series, jain, jain_median, jain_counted }
+        Metrics {
+            flows,
+            total: total_summary,
+            capacity_mbps,
+            utilisation,
+            series,
+            series_bin,
+            jain,
+            jain_median,
+            jain_counted,
+        }
     }
 
     fn series(&self) -> Vec<SeriesRow> {
-        let width = self.cfg.bin;
+        let width = self.cfg.bin << self.series_shift;
         let mut rows = Vec::new();
         for (f, acc) in self.flows.iter().enumerate() {
             if acc.bins.is_empty() {
@@ -358,39 +511,54 @@ impl MetricsAccumulator {
         let (width, origin) = (self.cfg.jain_bucket, self.cfg.origin);
         let index = |t: u64| (t.saturating_sub(origin) / width) as usize;
         let schedules = self.schedules();
-        let mut rows = Vec::new();
-        let mut previous: Option<Vec<usize>> = None;
-        for k in index(total.first_delivery)..=index(total.last_delivery) {
-            let (b0, b1) = (origin + k as u64 * width, origin + (k as u64 + 1) * width);
-            // Flows scheduled during any part of the bucket.
-            let scheduled: Vec<usize> = schedules
-                .iter()
-                .enumerate()
-                .filter(|(_, s)| s.is_some_and(|s| s.start < b1 && s.stop > b0))
-                .map(|(f, _)| f)
-                .collect();
-            let (mut delivering, mut sum, mut sum_sq) = (0u32, 0u128, 0u128);
-            for &f in &scheduled {
-                let x = self.flows.get(f).and_then(|acc| acc.jain.get(k)).copied().unwrap_or(0) as u128;
-                delivering += (x > 0) as u32;
-                sum += x;
-                sum_sq += x * x;
-            }
-            let n = scheduled.len() as u128;
-            let jain = if sum > 0 { (sum * sum) as f64 / (n * sum_sq) as f64 } else { f64::NAN };
-            // Copa's script skips a bucket where the set of flows changes: a flow starting or
-            // stopping mid-bucket would make the index meaningless. An idle bucket (nothing
-            // delivered by any scheduled flow) has no index.
-            let counted = sum > 0 && previous.as_ref().is_none_or(|p| *p == scheduled);
-            rows.push(JainRow {
-                t: k as u64 * width,
-                active_flows: scheduled.len() as u32,
-                delivering_flows: delivering,
-                jain,
-                counted,
-            });
-            previous = Some(scheduled);
-        }
-        rows
+        let mut previous = None;
+        (index(total.first_delivery)..=index(total.last_delivery))
+            .map(|k| {
+                let bytes = |f: usize| self.flows.get(f).and_then(|acc| acc.jain.get(k)).copied().unwrap_or(0);
+                jain_row(k, &self.cfg, &schedules, &mut previous, bytes)
+            })
+            .collect()
     }
+}
+
+/// Jain's index of bucket `k` over the flows scheduled in it, with `bytes(flow)` delivered in it;
+/// `previous` is the previous bucket's scheduled set (updated).
+fn jain_row(
+    k: usize,
+    cfg: &MetricsConfig,
+    schedules: &[Option<Schedule>],
+    previous: &mut Option<Vec<usize>>,
+    bytes: impl Fn(usize) -> u64,
+) -> JainRow {
+    let (width, origin) = (cfg.jain_bucket, cfg.origin);
+    let (b0, b1) = (origin + k as u64 * width, origin + (k as u64 + 1) * width);
+    // Flows scheduled during any part of the bucket.
+    let scheduled: Vec<usize> = schedules
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s.is_some_and(|s| s.start < b1 && s.stop > b0))
+        .map(|(f, _)| f)
+        .collect();
+    let (mut delivering, mut sum, mut sum_sq) = (0u32, 0u128, 0u128);
+    for &f in &scheduled {
+        let x = bytes(f) as u128;
+        delivering += (x > 0) as u32;
+        sum += x;
+        sum_sq += x * x;
+    }
+    let n = scheduled.len() as u128;
+    let jain = if sum > 0 { (sum * sum) as f64 / (n * sum_sq) as f64 } else { f64::NAN };
+    // Copa's script skips a bucket where the set of flows changes: a flow starting or stopping
+    // mid-bucket would make the index meaningless. An idle bucket (nothing delivered by any
+    // scheduled flow) has no index.
+    let counted = sum > 0 && previous.as_ref().is_none_or(|p| *p == scheduled);
+    let row = JainRow {
+        t: k as u64 * width,
+        active_flows: scheduled.len() as u32,
+        delivering_flows: delivering,
+        jain,
+        counted,
+    };
+    *previous = Some(scheduled);
+    row
 }

@@ -1,6 +1,7 @@
-//! An exact histogram of one-way delays in whole microseconds.
+//! A histogram of one-way delays in whole microseconds: exact while it fits its memory budget,
+//! then log-linear with a bounded relative error.
 //!
-//! Exactness: a delay `d` ns is counted in the bucket `floor(d / 1000)` µs, and every bucket
+//! Exactness (the exact form): a delay `d` ns is counted in the bucket `floor(d / 1000)` µs, and every bucket
 //! keeps an exact count, so any order statistic (min, nearest-rank percentile) is the exact order
 //! statistic of the floored delays. For logs whose timestamps have µs (or coarser) resolution —
 //! the Pantheon's, mahimahi's — that is the exact value; for the simulator's ns timestamps it is
@@ -13,6 +14,19 @@
 //! 1 KiB page per distinct value, far less when delays cluster, as they do) and never by the
 //! number of packets. Iteration is in ascending delay order by construction, so results do not
 //! depend on insertion order.
+//!
+//! Bound (issue 12): the exact form's memory grows with the distinct delays, and those grow with
+//! simulated time when the queue wanders over hundreds of ms (5000 flows × a 300 ms buffer held
+//! gigabytes after 30 s) or without bound (an infinite queue). So each histogram has a budget:
+//! once the exact form's size — a function of the *set* of distinct delays, never of their
+//! order — exceeds it, the histogram re-buckets everything into the log-linear form: delays
+//! below 512 µs stay exact, larger ones keep their top 9 significant bits, i.e. each is
+//! counted at the lower edge of a bucket no wider than 1/256 of its value (error < 0.4%, never
+//! above the true value). Its size is bounded by ~256 counters per octave of delays the flow
+//! actually saw. Because the switch depends only on the final set of distinct delays, the result
+//! still depends on the multiset of records alone. The per-flow budget is a share of
+//! [`TOTAL_BUDGET`], so runs of a few flows (every shipped scenario, every golden digest) stay
+//! exact and thousands of flows stay within tens of MB.
 
 use std::collections::BTreeMap;
 
@@ -26,8 +40,193 @@ const TOP_SHIFT: u32 = PAGE_BITS + BLOCK_BITS;
 const DENSE_LIMIT: u64 = 1 << 32;
 const NONE: u32 = u32::MAX;
 
+/// Bytes all per-flow delay histograms of one run may hold in exact form, shared equally.
+pub const TOTAL_BUDGET: usize = 64 << 20;
+/// A flow's exact form may always use this much, however many flows share the total.
+pub const MIN_FLOW_BUDGET: usize = 16 << 10;
+/// Significant bits the log-linear form keeps: values below 2^SUB_BITS µs are exact.
+const SUB_BITS: u32 = 9;
+const HALF: usize = 1 << (SUB_BITS - 1);
+
+/// A delay histogram: exact until its budget is exceeded, log-linear after (module docs).
 #[derive(Clone, Debug)]
 pub(crate) struct DelayHist {
+    repr: Repr,
+    budget: usize,
+}
+
+#[derive(Clone, Debug)]
+enum Repr {
+    Exact(Exact),
+    Log(LogHist),
+}
+
+impl Default for DelayHist {
+    /// The budget of a single flow: the whole [`TOTAL_BUDGET`].
+    fn default() -> Self {
+        DelayHist::with_budget(TOTAL_BUDGET)
+    }
+}
+
+impl DelayHist {
+    pub fn with_budget(budget: usize) -> Self {
+        DelayHist { repr: Repr::Exact(Exact::default()), budget }
+    }
+
+    /// The budget of one of `n_flows` histograms sharing [`TOTAL_BUDGET`].
+    pub fn flow_budget(n_flows: usize) -> usize {
+        (TOTAL_BUDGET / n_flows.max(1)).max(MIN_FLOW_BUDGET)
+    }
+
+    /// Counts `n` packets whose delay is `us` whole microseconds.
+    #[inline]
+    pub fn add(&mut self, us: u64, n: u64) {
+        match &mut self.repr {
+            Repr::Exact(e) => {
+                if e.add(us, n) && e.logical_bytes() > self.budget {
+                    self.coarsen();
+                }
+            }
+            Repr::Log(l) => l.add(us, n),
+        }
+    }
+
+    #[cold]
+    fn coarsen(&mut self) {
+        let Repr::Exact(e) = &self.repr else { return };
+        let mut l = LogHist::default();
+        for (us, n) in e.iter() {
+            l.add(us, n);
+        }
+        self.repr = Repr::Log(l);
+    }
+
+    /// Whether every value is still counted exactly (to the µs).
+    #[cfg(test)]
+    pub fn is_exact(&self) -> bool {
+        matches!(self.repr, Repr::Exact(_))
+    }
+
+    /// Number of packets counted.
+    #[cfg(test)]
+    pub fn total(&self) -> u64 {
+        match &self.repr {
+            Repr::Exact(e) => e.total,
+            Repr::Log(l) => l.total,
+        }
+    }
+
+    /// (delay µs, count) for every delay (exact form) or bucket's lower edge (log-linear form)
+    /// seen, in ascending order.
+    pub fn iter(&self) -> Box<dyn Iterator<Item = (u64, u64)> + '_> {
+        match &self.repr {
+            Repr::Exact(e) => Box::new(e.iter()),
+            Repr::Log(l) => Box::new(l.iter()),
+        }
+    }
+
+    pub fn min(&self) -> Option<u64> {
+        self.iter().next().map(|(us, _)| us)
+    }
+
+    /// The value at 0-based rank `rank` of the sorted delays.
+    pub fn at_rank(&self, rank: u64) -> Option<u64> {
+        let mut seen = 0;
+        for (us, c) in self.iter() {
+            seen += c;
+            if seen > rank {
+                return Some(us);
+            }
+        }
+        None
+    }
+
+    /// Nearest-rank percentile, as numpy's `percentile(..., method='nearest')`.
+    pub fn percentile(&self, q: f64) -> Option<u64> {
+        let total = match &self.repr {
+            Repr::Exact(e) => e.total,
+            Repr::Log(l) => l.total,
+        };
+        if total == 0 {
+            return None;
+        }
+        self.at_rank(super::nearest_rank(total, q))
+    }
+
+    /// Number of distinct delay values (or buckets).
+    #[cfg(test)]
+    pub fn distinct(&self) -> usize {
+        self.iter().count()
+    }
+
+    /// Heap bytes held, for memory-bound checks.
+    pub fn heap_bytes(&self) -> usize {
+        match &self.repr {
+            Repr::Exact(e) => e.heap_bytes(),
+            Repr::Log(l) => l.counts.capacity() * 8,
+        }
+    }
+}
+
+/// The log-linear form: counters for bucket indices `lo..lo + counts.len()`.
+#[derive(Clone, Debug, Default)]
+struct LogHist {
+    lo: usize,
+    counts: Vec<u64>,
+    total: u64,
+}
+
+/// The bucket of `us`: itself below 2^SUB_BITS, else (octave, top SUB_BITS bits), numbered so
+/// that bucket order is value order.
+#[inline]
+pub(crate) fn log_bucket(us: u64) -> usize {
+    if us < (1 << SUB_BITS) {
+        return us as usize;
+    }
+    let shift = 64 - us.leading_zeros() - SUB_BITS;
+    ((shift as usize) << (SUB_BITS - 1)) + (us >> shift) as usize
+}
+
+/// The lower edge of bucket `i`, in µs.
+pub(crate) fn log_bucket_floor(i: usize) -> u64 {
+    if i < (1 << SUB_BITS) {
+        return i as u64;
+    }
+    let shift = i / HALF - 1;
+    ((i - shift * HALF) as u64) << shift
+}
+
+impl LogHist {
+    #[inline]
+    fn add(&mut self, us: u64, n: u64) {
+        self.total += n;
+        let i = log_bucket(us);
+        if self.counts.is_empty() {
+            self.lo = i;
+        }
+        if i < self.lo {
+            // A new smallest delay: re-base into a vector of exactly the new span.
+            let mut counts = Vec::with_capacity(self.lo - i + self.counts.len());
+            counts.resize(self.lo - i, 0);
+            counts.extend_from_slice(&self.counts);
+            (self.counts, self.lo) = (counts, i);
+        }
+        let k = i - self.lo;
+        if k >= self.counts.len() {
+            // Exact growth: the span of buckets only grows when a new extreme delay is seen.
+            self.counts.reserve_exact(k + 1 - self.counts.len());
+            self.counts.resize(k + 1, 0);
+        }
+        self.counts[k] += n;
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.counts.iter().enumerate().filter(|&(_, &c)| c != 0).map(|(k, &c)| (log_bucket_floor(self.lo + k), c))
+    }
+}
+
+#[derive(Clone, Debug)]
+struct Exact {
     /// Per 65.536 ms span: index of its block in `slots`, or NONE.
     top: Vec<u32>,
     /// BLOCK page slots per block: index of the page in `counts`, or NONE.
@@ -42,9 +241,9 @@ pub(crate) struct DelayHist {
     hot_base: usize,
 }
 
-impl Default for DelayHist {
+impl Default for Exact {
     fn default() -> Self {
-        DelayHist {
+        Exact {
             top: Vec::new(),
             slots: Vec::new(),
             counts: Vec::new(),
@@ -58,33 +257,46 @@ impl Default for DelayHist {
     }
 }
 
-impl DelayHist {
-    /// Counts `n` packets whose delay is `us` whole microseconds.
+impl Exact {
+    /// Counts `n` packets whose delay is `us` whole microseconds; true when that took memory.
     #[inline]
-    pub fn add(&mut self, us: u64, n: u64) {
+    fn add(&mut self, us: u64, n: u64) -> bool {
         self.total += n;
         let page = us >> PAGE_BITS;
         if page == self.hot_page {
             self.counts[self.hot_base + (us as usize & (PAGE - 1))] += n;
-            return;
+            return false;
         }
         if us >= DENSE_LIMIT {
+            let fresh = !self.far.contains_key(&us);
             *self.far.entry(us).or_insert(0) += n;
-            return;
+            return fresh;
         }
+        let mut grew = false;
         let t = (us >> TOP_SHIFT) as usize;
         let b = match self.top.get(t) {
             Some(&b) if b != NONE => b,
-            _ => self.new_block(t),
+            _ => {
+                grew = true;
+                self.new_block(t)
+            }
         };
         let s = b as usize * BLOCK + ((us >> PAGE_BITS) as usize & (BLOCK - 1));
         let mut p = self.slots[s];
         if p == NONE {
+            grew = true;
             p = self.new_page(s);
         }
         self.hot_page = page;
         self.hot_base = p as usize * PAGE;
         self.counts[self.hot_base + (us as usize & (PAGE - 1))] += n;
+        grew
+    }
+
+    /// The size the exact form needs for its set of distinct delays (its lengths, not the Vecs'
+    /// capacities, which depend on the order of growth): what the budget is compared against.
+    fn logical_bytes(&self) -> usize {
+        self.top.len() * 4 + self.slots.len() * 4 + self.counts.len() * 8 + self.far.len() * 32
     }
 
     #[cold]
@@ -106,14 +318,8 @@ impl DelayHist {
         p
     }
 
-    /// Number of packets counted.
-    #[cfg(test)]
-    pub fn total(&self) -> u64 {
-        self.total
-    }
-
     /// (delay µs, count) for every delay seen, in ascending order of delay.
-    pub fn iter(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+    fn iter(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
         let dense = self.top.iter().enumerate().filter(|&(_, &b)| b != NONE).flat_map(move |(t, &b)| {
             let slots = &self.slots[b as usize * BLOCK..][..BLOCK];
             slots.iter().enumerate().filter(|&(_, &p)| p != NONE).flat_map(move |(s, &p)| {
@@ -125,38 +331,7 @@ impl DelayHist {
         dense.chain(self.far.iter().map(|(&us, &c)| (us, c)))
     }
 
-    pub fn min(&self) -> Option<u64> {
-        self.iter().next().map(|(us, _)| us)
-    }
-
-    /// The value at 0-based rank `rank` of the sorted delays.
-    pub fn at_rank(&self, rank: u64) -> Option<u64> {
-        let mut seen = 0;
-        for (us, c) in self.iter() {
-            seen += c;
-            if seen > rank {
-                return Some(us);
-            }
-        }
-        None
-    }
-
-    /// Nearest-rank percentile, as numpy's `percentile(..., method='nearest')`.
-    pub fn percentile(&self, q: f64) -> Option<u64> {
-        if self.total == 0 {
-            return None;
-        }
-        self.at_rank(super::nearest_rank(self.total, q))
-    }
-
-    /// Number of distinct delay values.
-    #[cfg(test)]
-    pub fn distinct(&self) -> usize {
-        self.iter().count()
-    }
-
-    /// Heap bytes held, for memory-bound checks.
-    pub fn heap_bytes(&self) -> usize {
+    fn heap_bytes(&self) -> usize {
         self.top.capacity() * 4
             + self.slots.capacity() * 4
             + self.counts.capacity() * 8

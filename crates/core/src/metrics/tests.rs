@@ -5,7 +5,7 @@ use crate::record::{Fate, PacketKind, PacketLog, NEVER};
 use crate::time::MS;
 
 fn cfg(n_flows: usize, bin: u64, jain_bucket: u64) -> MetricsConfig {
-    MetricsConfig { n_flows, bin, jain_bucket, origin: 0, schedule: Vec::new() }
+    MetricsConfig { n_flows, bin, jain_bucket, origin: 0, schedule: Vec::new(), arrivals_ordered: false }
 }
 
 /// A data record; `arrived` in ns or NEVER.
@@ -576,4 +576,188 @@ fn analyze_columns_rejects_ragged_columns() {
     let log = PacketLog { flow: vec![0, 0], size: vec![1], ..PacketLog::default() };
     let err = analyze_columns(PacketColumns::of(&log), cfg(1, MS, MS), &no_capacity).unwrap_err();
     assert!(err.contains("`size`"), "{err}");
+}
+
+// --- Memory bounds (issue 12) -------------------------------------------------------------
+
+#[test]
+fn log_buckets_floor_within_a_256th_and_keep_order() {
+    use super::histogram::{log_bucket, log_bucket_floor};
+    let mut last = 0;
+    for v in (0..5_000u64).chain((0..60).map(|k| 1u64 << k)).chain((1..60).map(|k| (1u64 << k) - 1)) {
+        let b = log_bucket(v);
+        let floor = log_bucket_floor(b);
+        assert!(floor <= v, "{v}: floor {floor}");
+        // Exact below 512 µs; above, the bucket is narrower than v / 256.
+        if v < 512 {
+            assert_eq!(floor, v);
+        } else {
+            assert!((v - floor) * 256 < v, "{v}: floor {floor}");
+        }
+        assert_eq!(log_bucket(floor), b, "a floor is in its own bucket");
+    }
+    for v in 0..5_000u64 {
+        assert!(log_bucket(v) >= last, "bucket order follows value order at {v}");
+        last = log_bucket(v);
+    }
+    // Hand-checked: 512..1023 µs in 2 µs buckets, 1024..2047 in 4 µs ones.
+    assert_eq!(log_bucket_floor(log_bucket(513)), 512);
+    assert_eq!(log_bucket_floor(log_bucket(1027)), 1024);
+    assert_eq!(log_bucket_floor(log_bucket(1028)), 1028);
+    assert_eq!(log_bucket_floor(log_bucket(300_001)), 300_000 & !1023);
+}
+
+#[test]
+fn histogram_past_its_budget_goes_log_linear_whatever_the_order() {
+    let mut rng = Rng(3);
+    let values: Vec<u64> = (0..20_000).map(|_| 20_000 + rng.below(600_000)).collect();
+    let exact = {
+        let mut h = DelayHist::default();
+        values.iter().for_each(|&v| h.add(v, 1));
+        h
+    };
+    assert!(exact.is_exact());
+    let fill = |order: &[u64]| {
+        let mut h = DelayHist::with_budget(16 << 10);
+        order.iter().for_each(|&v| h.add(v, 1));
+        h
+    };
+    let a = fill(&values);
+    let mut reversed = values.clone();
+    reversed.reverse();
+    let b = fill(&reversed);
+    assert!(!a.is_exact());
+    assert_eq!(a.iter().collect::<Vec<_>>(), b.iter().collect::<Vec<_>>(), "order-independent");
+    assert_eq!(a.total(), 20_000);
+    // ~256 buckets per octave over 20..620 ms: five octaves, a few KiB.
+    assert!(a.heap_bytes() < 16 << 10, "{}", a.heap_bytes());
+    for q in [0.0, 50.0, 95.0, 100.0] {
+        let (e, l) = (exact.percentile(q).unwrap(), a.percentile(q).unwrap());
+        assert!(l <= e && (e - l) * 256 < e, "p{q}: exact {e}, log-linear {l}");
+    }
+    // Under the budget nothing changes: the same set stays exact with the full budget.
+    let small = fill(&[10_000, 10_001, 10_002]);
+    assert!(small.is_exact());
+    assert_eq!(small.iter().collect::<Vec<_>>(), [(10_000, 1), (10_001, 1), (10_002, 1)]);
+}
+
+/// Records of `flows` flows over `secs` seconds, in arrival order, whose delays wander over
+/// 20..620 ms as a deep queue's would.
+fn wandering_log(flows: u32, secs: u64, per_flow_per_sec: u64) -> Vec<PacketRecord> {
+    let mut rng = Rng(9);
+    let n = flows as u64 * secs * per_flow_per_sec;
+    let mut v: Vec<PacketRecord> = (0..n)
+        .map(|uid| {
+            let at = 1_000 * MS + uid * (secs * 1_000 * MS / n);
+            let sent = at - 20 * MS - rng.below(600 * MS);
+            let fate = if rng.below(50) == 0 { Fate::DropQueue } else { Fate::Delivered };
+            let arrived = if fate == Fate::Delivered { at } else { NEVER };
+            data(uid, (uid % flows as u64) as u32, 1500, sent, arrived, fate)
+        })
+        .collect();
+    v.sort_by_key(|r| r.arrived);
+    v
+}
+
+#[test]
+fn memory_is_independent_of_simulated_time() {
+    // 2000 flows: each histogram's exact budget is 32 KiB; delays over 600 ms exceed it.
+    let flows = 2_000u32;
+    let schedule = vec![Schedule { start: 0, stop: u64::MAX }; flows as usize];
+    let c = MetricsConfig { schedule, arrivals_ordered: true, ..cfg(flows as usize, 500 * MS, 100 * MS) };
+    let bytes_after = |secs: u64| {
+        let mut acc = MetricsAccumulator::new(c.clone());
+        for r in wandering_log(flows, secs, 20) {
+            acc.add(&r);
+        }
+        (acc.histogram_bytes(), acc.series_bytes(), acc.inexact_histograms())
+    };
+    let (h10, s10, inexact) = bytes_after(10);
+    let (h100, s100, _) = bytes_after(100);
+    assert_eq!(inexact, flows as usize, "every flow's delays outgrew its exact budget");
+    // Histograms: bounded by the octaves seen, not by time.
+    assert!(h100 <= h10 * 5 / 4, "histograms {h10} -> {h100} bytes");
+    assert!(h100 < (flows as usize * 12) << 10, "{h100}");
+    // The series grows with time until the bin budget, never past it; the Jain buckets stream.
+    let budget = super::accumulator::SERIES_BUDGET * 48 + flows as usize * 12;
+    assert!(s10 < s100 && s100 < budget, "series {s10} -> {s100} bytes (budget {budget})");
+}
+
+#[test]
+fn series_bins_double_past_the_budget_and_stay_exact_sums() {
+    // Enough flows that each may keep only 64 bins: 100 bins of 10 ms must become 50 of 20 ms.
+    let n = super::accumulator::SERIES_BUDGET / 64;
+    let records: Vec<PacketRecord> =
+        (0..100u64).map(|k| data(k, 0, 1000, k * 10 * MS, k * 10 * MS + 5 * MS, Fate::Delivered)).collect();
+    let wide = run(cfg(n, 10 * MS, 10 * MS), &records, &no_capacity);
+    assert_eq!(wide.series_bin, 20 * MS);
+    let reference = run(cfg(1, 20 * MS, 10 * MS), &records, &no_capacity);
+    assert_eq!(reference.series_bin, 20 * MS);
+    let rows = |m: &Metrics| m.series.iter().filter(|r| r.flow == 0).cloned().collect::<Vec<_>>();
+    assert_eq!(rows(&wide).len(), 50);
+    assert_eq!(rows(&wide), rows(&reference));
+    // Two packets of 1000 B per 20 ms bin: 0.8 Mbit/s.
+    assert_close!(rows(&wide)[10].throughput_mbps, 0.8);
+    // A flow of a short run keeps its configured width.
+    assert_eq!(run(cfg(n, 10 * MS, 10 * MS), &records[..60], &no_capacity).series_bin, 10 * MS);
+}
+
+#[test]
+fn streamed_jain_equals_buffered_jain() {
+    let flows = 5u32;
+    // Flows scheduled at staggered starts and stops, so the scheduled sets change.
+    let schedule: Vec<Schedule> =
+        (0..flows as u64).map(|f| Schedule { start: f * 150 * MS, stop: 2_000 * MS + f * 170 * MS }).collect();
+    let mut records = random_log(21, 20_000, flows);
+    records.sort_by_key(|r| (r.fate != Fate::Delivered, r.arrived));
+    let c = MetricsConfig { schedule, ..cfg(flows as usize, 250 * MS, 50 * MS) };
+    let buffered = run(c.clone(), &records, &one_mbps);
+    let streamed = run(MetricsConfig { arrivals_ordered: true, ..c }, &records, &one_mbps);
+    assert!(buffered.jain.len() > 50 && buffered.jain.iter().any(|r| !r.counted));
+    assert!(same(&buffered, &streamed));
+}
+
+#[test]
+#[should_panic(expected = "arrival order")]
+fn streamed_jain_refuses_records_out_of_order() {
+    let c = MetricsConfig {
+        schedule: vec![Schedule { start: 0, stop: u64::MAX }],
+        arrivals_ordered: true,
+        ..cfg(1, 100 * MS, 10 * MS)
+    };
+    let mut acc = MetricsAccumulator::new(c);
+    acc.add(&data(0, 0, 1000, 0, 50 * MS, Fate::Delivered));
+    acc.add(&data(1, 0, 1000, 0, 20 * MS, Fate::Delivered));
+}
+
+// --- Congestion statistics (issue 12) -----------------------------------------------------
+
+#[test]
+fn burstiness_of_hand_checked_gap_sequences() {
+    let of = |times: &[u64]| {
+        let mut g = LossGaps::default();
+        times.iter().for_each(|&t| g.record(t));
+        g.burstiness()
+    };
+    // Periodic losses: σ = 0, B = −1.
+    assert_eq!(of(&[0, 10, 20, 30]), -1.0);
+    // Gaps 0, 0, 30: μ = 10, σ = √200 = 14.142…, B = (σ − μ)/(σ + μ) = 0.17157…
+    let b = of(&[5, 5, 5, 35]);
+    let sd = 200f64.sqrt();
+    assert_close!(b, (sd - 10.0) / (sd + 10.0));
+    // Gaps 1, 3: μ = 2, σ = 1, B = −1/3.
+    assert_close!(of(&[0, 1, 4]), -1.0 / 3.0);
+    // Fewer than two gaps, or all gaps zero: undefined.
+    assert!(of(&[1, 2]).is_nan() && of(&[]).is_nan() && of(&[7, 7, 7]).is_nan());
+}
+
+#[test]
+fn losses_per_event_divides_drops_by_events() {
+    let mut s = FlowSummary { packets_dropped: 12, ..FlowSummary::default() };
+    assert!(s.losses_per_event().is_nan(), "unknown events");
+    s.set_congestion(0, &LossGaps::default());
+    assert!(s.losses_per_event().is_nan(), "no events");
+    s.set_congestion(8, &LossGaps::default());
+    assert_eq!(s.losses_per_event(), 1.5);
+    assert!(s.loss_burstiness.is_nan());
 }

@@ -20,6 +20,8 @@ fn distinct_summary(flow: Option<u32>, base: u64) -> FlowSummary {
         delay_min_ms: base as f64 + 0.4,
         queueing_p95_ms: base as f64 + 0.5,
         loss_pct: base as f64 + 0.6,
+        congestion_events: Some(base + 9),
+        loss_burstiness: base as f64 + 0.7,
     }
 }
 
@@ -37,6 +39,7 @@ fn metrics() -> Metrics {
             delay_mean_ms: 5.0,
             delay_max_ms: 6.0,
         }],
+        series_bin: 500_000_000,
         jain: vec![JainRow { t: 7, active_flows: 2, delivering_flows: 1, jain: 0.9, counted: true }],
         jain_median: 0.8,
         jain_counted: 0.6,
@@ -82,10 +85,14 @@ fn summary_reads_every_field_into_its_column() {
         ("delay_min_ms", 0.4),
         ("queueing_p95_ms", 0.5),
         ("loss_pct", 0.6),
+        ("congestion_events", 9.0),
+        ("loss_burstiness", 0.7),
     ];
     for (name, offset) in floats {
         assert_eq!(f64s(&c, name), [100.0 + offset, 200.0 + offset, 300.0 + offset], "{name}");
     }
+    // Drops per event: (base + 3) / (base + 9).
+    assert_eq!(f64s(&c, "losses_per_event"), [103.0 / 109.0, 203.0 / 209.0, 303.0 / 309.0]);
     // Whole-run figures only on the total row.
     let util = f64s(&c, "utilisation");
     assert!(util[0].is_nan() && util[1].is_nan() && util[2] == 0.75);

@@ -352,6 +352,15 @@ fn one_congestion_event_per_recovery_epoch() {
     assert!(h.losses().contains(&(11, LossCause::PacketThreshold)));
     assert_eq!(h.congestion_events().len(), 2);
     assert_eq!(h.s.ca_state(), CaState::Recovery);
+    // The per-flow statistics (issue 12): two events; five losses whose send times were
+    // 0, 0, 0, 0 (ids 0, 1, 2, 6) and 12 ms (id 11, a retransmission sent then).
+    assert_eq!(h.s.stats.congestion_events, 2);
+    let mut gaps = cclab_core::metrics::LossGaps::default();
+    [0, 0, 0, 0, 12 * MS].into_iter().for_each(|t| gaps.record(t));
+    assert_eq!(h.s.stats.loss_gaps, gaps);
+    // Gaps 0, 0, 0, 12 ms: μ = 3 ms, σ = √27 ms; B = (√27 − 3)/(√27 + 3).
+    let b = (27f64.sqrt() - 3.0) / (27f64.sqrt() + 3.0);
+    assert!((h.s.stats.loss_gaps.burstiness() - b).abs() < 1e-12);
 }
 
 #[test]
