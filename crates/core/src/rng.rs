@@ -74,6 +74,9 @@ pub mod stream {
     /// The ACK direction's bottleneck (`link.reverse_trace`); a trace draws nothing today, but
     /// the bottleneck owns a stream so a random reverse process never shifts another.
     pub const REVERSE_LINK: u64 = 4;
+    /// The request workload of `[[flows]]` entry `i` (`traffic = "requests"`: arrival times,
+    /// sizes and connection choices) draws from `REQUESTS + i`.
+    pub const REQUESTS: u64 = 500;
     /// Flow `i`'s sender draws from `FLOW + i`.
     pub const FLOW: u64 = 1000;
 }
