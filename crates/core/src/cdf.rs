@@ -131,7 +131,8 @@ mod tests {
     #[test]
     fn shipped_cdfs_parse_with_the_means_the_reference_gives() {
         // reproduction-targets §1.2: CAIDA 21,025 B, MIXED 52,500 B, TINY 2,500, BIG 500 KB.
-        for (name, mean) in [("CAIDA_CDF", 21_025.0), ("MIXED_CDF", 52_500.0), ("TINY_CDF", 2_500.0), ("BIG_CDF", 500_000.0)]
+        for (name, mean) in
+            [("CAIDA_CDF", 21_025.0), ("MIXED_CDF", 52_500.0), ("TINY_CDF", 2_500.0), ("BIG_CDF", 500_000.0)]
         {
             let cdf = EmpiricalCdf::load(name).unwrap();
             assert!((cdf.mean() - mean).abs() < 1.0, "{name}: {}", cdf.mean());

@@ -129,6 +129,7 @@ pub use accumulator::MetricsAccumulator;
 pub use analyze::{analyze, analyze_columns, PacketColumns};
 mod accumulator;
 mod analyze;
+pub mod fct;
 mod histogram;
 #[cfg(test)]
 mod tests;

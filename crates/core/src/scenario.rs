@@ -11,11 +11,11 @@ use crate::units::{Bytes, Dur, QueueSize, Rate};
 pub mod middlebox;
 pub mod workload;
 pub use middlebox::{BundleController, Middlebox};
-pub use workload::Requests;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
+pub use workload::Requests;
 
 /// Payload bytes per full-sized data packet (TCP MSS with timestamps, as Linux over a 1500 MTU).
 pub const MSS: u64 = 1448;

@@ -12,10 +12,11 @@ use crate::bottleneck::Bottleneck;
 use crate::delivery::{Service, Trace};
 use crate::qdisc::Limit;
 use crate::stage::{DelayLine, Jitter, Loss, WirePacket};
+use crate::workload::{RequestPlan, RequestSource};
 use crate::FlowInfo;
 use cclab_core::metrics::{MetricsConfig, Schedule};
 use cclab_core::rng::{stream, Rng};
-use cclab_core::scenario::{Aqm, Scenario};
+use cclab_core::scenario::{Aqm, Middlebox, Scenario, Traffic};
 use cclab_core::time::Time;
 use std::sync::Arc;
 
@@ -52,6 +53,10 @@ pub struct PathPlan {
     pub base_rtt: Time,
     pub flows: Vec<FlowPath>,
     pub metrics: MetricsConfig,
+    /// The request workloads (`traffic = "requests"` entries), in entry order.
+    pub requests: Vec<RequestPlan>,
+    /// The `[middlebox]`, with its buffer resolved against the link.
+    pub middlebox: Option<(Middlebox, Limit)>,
 }
 
 impl PathPlan {
@@ -109,7 +114,28 @@ impl PathPlan {
             origin: 0,
             schedule,
         };
+        let mut requests = Vec::new();
+        for (spec, f) in scenario.flows.iter().enumerate() {
+            let Some(r) = f.requests.as_ref().filter(|_| f.traffic == Traffic::Requests) else { continue };
+            let cdf = Arc::new(r.load_cdf().map_err(|e| format!("flows[{spec}].requests.cdf: {e}"))?);
+            let mine: Vec<&FlowPath> = flows.iter().filter(|p| p.spec == spec).collect();
+            requests.push(RequestPlan {
+                spec,
+                mean_gap_ns: r.mean_gap_ns(&cdf),
+                cdf,
+                connections: mine.iter().map(|p| p.info.id).collect(),
+                start: mine.iter().map(|p| p.info.start).min().unwrap_or(0),
+                stop: mine.iter().map(|p| p.info.stop).max().unwrap_or(0),
+                max_requests: r.max_requests,
+            });
+        }
+        let middlebox = scenario.middlebox.clone().map(|m| {
+            let limit = Limit::resolve(m.queue, service.mean_rate(), base_rtt);
+            (m, limit)
+        });
         Ok(PathPlan {
+            requests,
+            middlebox,
             seed: scenario.seed,
             service,
             limit,
@@ -157,6 +183,19 @@ impl PathPlan {
         self.reverse_service.clone().map(|service| {
             Bottleneck::new(service, Limit::None, Aqm::Droptail, Rng::derive(self.seed, stream::REVERSE_LINK))
         })
+    }
+
+    /// The arrival process of request workload `i` (of [`PathPlan::requests`]), on its entry's
+    /// own random stream.
+    pub fn request_source(&self, i: usize) -> RequestSource {
+        let plan = self.requests[i].clone();
+        let rng = Rng::derive(self.seed, stream::REQUESTS + plan.spec as u64);
+        RequestSource::new(plan, rng)
+    }
+
+    /// Whether flow `id` is a connection of a request workload (its sender writes messages).
+    pub fn carries_requests(&self, id: u32) -> bool {
+        self.requests.iter().any(|r| r.connections.contains(&id))
     }
 
     /// The random stream of flow `id`'s sender.
