@@ -266,6 +266,22 @@ impl Sender {
                 (off, len, false)
             }
         };
+        if self.in_flight == 0
+            && self.app_limit != u64::MAX
+            && self.retransmit.is_empty()
+            && self.stats.packets_sent > 0
+        {
+            // A persistent connection sends again after an idle period: the controller decides
+            // whether its window survived (Linux tcp_cwnd_restart after an RTO of silence, and
+            // CA_EVENT_TX_START). Only message-mode senders go idle this way; a bulk sender's
+            // empty flight after an RTO is a loss, not idleness.
+            let idle_for = now.saturating_sub(self.last_send_time);
+            let mss = self.cfg.mss;
+            self.cc.on_idle_restart(now, idle_for, &mut CcContext { mss, rng: &mut self.rng });
+            if !self.cc.can_send(0, mss) {
+                return None;
+            }
+        }
         if self.in_flight == 0 {
             // Reference §0.4: restart the sampler's clocks after idle.
             self.first_send_time = now;

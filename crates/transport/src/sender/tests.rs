@@ -25,6 +25,9 @@ enum Heard {
     Rto(Time),
     RecoveryExit(Time),
     Lost(Vec<(u64, LossCause)>),
+    Idle {
+        idle_for: Time,
+    },
 }
 
 /// The recording controller's settings and log, shared with the test (the sender owns the box).
@@ -62,6 +65,9 @@ impl CongestionControl for Recorder {
     }
     fn on_recovery_exit(&mut self, now: Time, _ctx: &mut CcContext) {
         self.0.lock().unwrap().heard.push(Heard::RecoveryExit(now));
+    }
+    fn on_idle_restart(&mut self, _now: Time, idle_for: Time, _ctx: &mut CcContext) {
+        self.0.lock().unwrap().heard.push(Heard::Idle { idle_for });
     }
     fn on_packets_lost(&mut self, _now: Time, lost: &[LostPacket], _ctx: &mut CcContext) {
         self.0.lock().unwrap().heard.push(Heard::Lost(lost.iter().map(|p| (p.id, p.cause)).collect()));
@@ -591,4 +597,24 @@ fn messages_complete_when_their_last_byte_is_acknowledged_in_order() {
     assert!(h.s.poll_transmit(30).is_none(), "all written data sent");
     h.s.write_message(1, 9);
     assert_eq!(h.s.poll_transmit(30).map(|p| (p.offset, p.len)), Some((2100, 1)));
+}
+
+/// A persistent connection that falls silent tells its controller how long it was idle when it
+/// sends again (Linux's tcp_cwnd_restart / CA_EVENT_TX_START), measured from its last send.
+#[test]
+fn a_message_after_idle_reports_the_idle_time_to_the_controller() {
+    let mut h = Harness::new(100);
+    h.s.set_app_limit(0);
+    let mut rx = crate::Receiver::new(crate::ReceiverConfig::default());
+    h.s.write_message(1000, 1);
+    let p = h.s.poll_transmit(0).expect("one packet");
+    let a = rx.on_data(10 * MS, &p).expect("an ACK");
+    h.s.on_ack(20 * MS, &a);
+    h.s.write_message(1000, 2);
+    let _ = h.s.poll_transmit(900 * MS).expect("one packet");
+    assert!(
+        h.heard().iter().any(|e| matches!(e, Heard::Idle { idle_for } if *idle_for == 900 * MS)),
+        "{:?}",
+        h.heard()
+    );
 }
