@@ -45,7 +45,9 @@ def test_run_result_has_requests_fct_and_middlebox(tmp_path) -> None:
     fct = result.fct.set_index("bucket")
     assert list(fct.index) == ["small", "medium", "large", "all"]
     assert fct.loc["all", "requests"] == len(req)
-    assert math.isclose(fct.loc["all", "slowdown_median"], done["slowdown"].quantile(0.5, interpolation="nearest"))
+    assert math.isclose(
+        fct.loc["all", "slowdown_median"], done["slowdown"].quantile(0.5, interpolation="nearest")
+    )
     # One sample per 10 ms control interval over the 4 s run.
     assert 398 <= len(result.middlebox) <= 400
     run = load_run(tmp_path / "run")
@@ -65,7 +67,9 @@ def test_runs_without_requests_write_no_request_tables(tmp_path) -> None:
 def test_index_has_fct_columns(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("CCLAB_RUNS", str(tmp_path))
     cclab.run(REQUESTS, out=tmp_path / "a")
-    rows = runs(sql="SELECT slowdown_median, fct_p99_ms, requests_completed FROM runs", root=tmp_path)
+    rows = runs(
+        sql="SELECT slowdown_median, fct_p99_ms, requests_completed FROM runs", root=tmp_path
+    )
     assert len(rows) == 1
     assert rows["slowdown_median"].iloc[0] >= 1.0 and rows["requests_completed"].iloc[0] > 100
 
@@ -76,7 +80,9 @@ def test_bad_request_keys_name_the_field() -> None:
         cclab.validate(bad)
     bad = {
         **REQUESTS,
-        "flows": [{"scheme": "cubic", "traffic": "requests", "requests": {"cdf": "NOPE", "load": "1Mbps"}}],
+        "flows": [
+            {"scheme": "cubic", "traffic": "requests", "requests": {"cdf": "NOPE", "load": "1Mbps"}}
+        ],
     }
     with pytest.raises(cclab.ScenarioError, match="CAIDA_CDF"):
         cclab.validate(bad)

@@ -621,7 +621,9 @@ def bundler(
     if schemes is not None:
         unknown = [s for s in schemes if s not in configurations]
         if unknown:
-            raise ValueError(f"unknown configuration {', '.join(unknown)}; known: {', '.join(configurations)}")
+            raise ValueError(
+                f"unknown configuration {', '.join(unknown)}; known: {', '.join(configurations)}"
+            )
         configurations = {k: v for k, v in configurations.items() if k in schemes}
     shape: dict[str, Any] = {}
     if quick:
@@ -662,10 +664,12 @@ def _bundler_analysis(
     for outcome in batch.in_plan_order(plan):
         run = load_run(batch.run_dir(outcome))
         fct = run.fct.set_index("bucket") if run.fct is not None else None
-        def get(bucket: str, column: str) -> float:
+
+        def get(bucket: str, column: str, fct: pd.DataFrame | None = fct) -> float:
             if fct is None or bucket not in fct.index:
                 return math.nan
             return float(fct.loc[bucket, column])
+
         per_run.append(
             {
                 "configuration": _group(outcome),
@@ -722,8 +726,9 @@ def _bundler_analysis(
             "(paper: 28% lower; target of issue 11: at least 20%)"
         )
     notes.append(
-        "known differences: the end hosts are cclab's Cubic over its own transport (no "
-        "slow start after idle on the persistent connections, no kernel socket buffers); the "
+        "known differences: the end hosts are cclab's Cubic over its own transport (it "
+        "restarts a connection's window after an idle RTO as Linux does, but has no kernel "
+        "socket buffers); the "
         "status-quo bottleneck is drop-tail 1,200 packets (the paper's fig7 config used "
         "mahimahi CoDel on the downlink); the inbox's Copa is a rate-form reimplementation "
         "(crates/engine/src/middlebox.rs), not CCP's"
@@ -733,7 +738,9 @@ def _bundler_analysis(
             f"--quick: {QUICK_REQUESTS:,} requests per run and one seed; the tail (p99) "
             "is noisy at this size"
         )
-    return _Analysis(table=table, files=[f.name for f in files], notes=notes, details={"runs": runs})
+    return _Analysis(
+        table=table, files=[f.name for f in files], notes=notes, details={"runs": runs}
+    )
 
 
 def reproduce(name: str, **kwargs: Any) -> Reproduction:

@@ -16,9 +16,9 @@
 //! Generic over the packet type and over the queue discipline (any [`QueueDiscipline`]; a
 //! scenario names one of the bottleneck's by `middlebox.scheduler`).
 
-use crate::qdisc::{InService, Limit, Qdisc, QueueDiscipline};
+use crate::qdisc::{InService, Qdisc, QueueDiscipline};
 use crate::stage::WirePacket;
-use cclab_core::scenario::{Aqm, Middlebox, PACKET_BYTES};
+use cclab_core::scenario::{Middlebox, PACKET_BYTES};
 use cclab_core::time::Time;
 use std::collections::VecDeque;
 
@@ -221,14 +221,9 @@ pub struct Inbox<P, Q = Qdisc<P>> {
 /// no more than a small burst passes after idle.
 const BURST_BYTES: f64 = 2.0 * PACKET_BYTES as f64;
 
-impl<P: WirePacket> Inbox<P> {
-    /// The inbox a scenario's `[middlebox]` describes, its buffer resolved to `limit`.
-    pub fn new(cfg: &Middlebox, limit: Limit) -> Self {
-        Inbox::with_qdisc(Qdisc::new(cfg.scheduler, limit), cfg)
-    }
-}
-
 impl<P: WirePacket, Q: QueueDiscipline<P>> Inbox<P, Q> {
+    /// An inbox scheduling its queue with `qdisc` (which holds the buffer limit); the engines
+    /// get theirs from `PathPlan::inbox`.
     pub fn with_qdisc(qdisc: Q, cfg: &Middlebox) -> Self {
         Inbox {
             qdisc,
@@ -384,11 +379,6 @@ impl<P: WirePacket, Q: QueueDiscipline<P>> Inbox<P, Q> {
     pub fn drain(&mut self, out: &mut impl FnMut(P)) {
         self.qdisc.drain(out);
     }
-}
-
-/// The scheduler names the inbox accepts are the bottleneck's (`link.aqm`).
-pub fn scheduler_name(aqm: Aqm) -> String {
-    format!("{aqm:?}").to_lowercase()
 }
 
 #[cfg(test)]

@@ -10,7 +10,8 @@
 
 use crate::bottleneck::Bottleneck;
 use crate::delivery::{Service, Trace};
-use crate::qdisc::Limit;
+use crate::middlebox::Inbox;
+use crate::qdisc::{Limit, Qdisc};
 use crate::stage::{DelayLine, Jitter, Loss, WirePacket};
 use crate::workload::{RequestPlan, RequestSource};
 use crate::FlowInfo;
@@ -191,6 +192,12 @@ impl PathPlan {
         let plan = self.requests[i].clone();
         let rng = Rng::derive(self.seed, stream::REQUESTS + plan.spec as u64);
         RequestSource::new(plan, rng)
+    }
+
+    /// The `[middlebox]`'s inbox, if the scenario has one: its scheduler is the discipline of
+    /// that name (as `link.aqm` names them) under the inbox's buffer.
+    pub fn inbox<P: WirePacket>(&self) -> Option<Inbox<P>> {
+        self.middlebox.as_ref().map(|(cfg, limit)| Inbox::with_qdisc(Qdisc::new(cfg.scheduler, *limit), cfg))
     }
 
     /// Whether flow `id` is a connection of a request workload (its sender writes messages).

@@ -594,8 +594,8 @@ pub fn simulate(
         cc_trace: trace_cc.then(CcTrace::default),
         sources: (0..plan.requests.len()).map(|i| plan.request_source(i)).collect(),
         completed: Vec::new(),
-        middlebox: plan.middlebox.as_ref().map(|(cfg, limit)| Bundle {
-            inbox: Inbox::new(cfg, *limit),
+        middlebox: plan.inbox().map(|inbox| Bundle {
+            inbox,
             inbox_at: None,
             outbox: Outbox::default(),
             feedback: std::collections::VecDeque::new(),

@@ -14,7 +14,10 @@ from cclab.cli.common import CommandError, add_jobs_argument, make_console
 from cclab.reproduce import REPRODUCTIONS, Reproduction, reproduce
 
 NAME = "reproduce"
-HELP = "run a published experiment (copa-fairness, copa-rtt-fairness, bundler) and compare with the paper"
+HELP = (
+    "run a published experiment (copa-fairness, copa-rtt-fairness, bundler) and compare with "
+    "the paper"
+)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

@@ -354,7 +354,7 @@ def jain_cdf(study: Study) -> ReportFigure:
 
 #: The request-size buckets, in the core's order (its `requests.bucket` codes).
 FCT_BUCKETS = ("small", "medium", "large")
-FCT_BUCKET_TITLES = {"small": "< 10 KB", "medium": "10 KB – 1 MB", "large": "> 1 MB"}
+FCT_BUCKET_TITLES = {"small": "< 10 KB", "medium": "10 KB - 1 MB", "large": "> 1 MB"}
 
 
 def _completed_requests(study: Study, scheme: str) -> pd.DataFrame:
@@ -368,7 +368,9 @@ def _completed_requests(study: Study, scheme: str) -> pd.DataFrame:
 def fct_cdfs(study: Study) -> ReportFigure:
     """CDFs of FCT (top row) and slowdown (bottom row) per size bucket, one line per scheme."""
     colour = scheme_colour(study)
-    fig, axes = plt.subplots(2, 3, figsize=(WIDTH_IN + 1.5, 6.0), layout="constrained", squeeze=False)
+    fig, axes = plt.subplots(
+        2, 3, figsize=(WIDTH_IN + 1.5, 6.0), layout="constrained", squeeze=False
+    )
     for scheme in study.schemes:
         done = _completed_requests(study, scheme)
         for col, bucket in enumerate(FCT_BUCKETS):
@@ -380,8 +382,14 @@ def fct_cdfs(study: Study) -> ReportFigure:
                     continue
                 cdf = np.arange(1, len(values) + 1) / len(values)
                 median = float(np.median(values))
-                ax.step(values, cdf, where="post", color=colour(scheme), lw=1.3,
-                        label=f"{scheme} (median {median:.3g}, n={len(values)})")
+                ax.step(
+                    values,
+                    cdf,
+                    where="post",
+                    color=colour(scheme),
+                    lw=1.3,
+                    label=f"{scheme} (median {median:.3g}, n={len(values)})",
+                )
     for col, bucket in enumerate(FCT_BUCKETS):
         for row, label in enumerate(("FCT (ms)", "slowdown")):
             ax = axes[row][col]
@@ -398,13 +406,15 @@ def fct_cdfs(study: Study) -> ReportFigure:
     axes[1][0].set_ylabel("fraction of requests ≤ x")
     definition = (
         "Empirical CDFs over the completed requests of every run of a scheme, pooled, by "
-        "response size (small < 10 KB, medium 10 KB–1 MB, large > 1 MB). FCT runs from the "
+        "response size (small < 10 KB, medium 10 KB-1 MB, large > 1 MB). FCT runs from the "
         "request's arrival at the sending application to the acknowledgement of its last byte; "
         "slowdown = FCT / (size / link rate + base RTT), Bundler's definition, so 1 is an "
         "uncontended request. Requests still open when the run ended are left out (the "
         "`requests` table keeps them)."
     )
-    return ReportFigure("fct-cdf", "Flow-completion time and slowdown by request size", definition, fig)
+    return ReportFigure(
+        "fct-cdf", "Flow-completion time and slowdown by request size", definition, fig
+    )
 
 
 def middlebox_over_time(study: Study) -> ReportFigure:
@@ -418,7 +428,9 @@ def middlebox_over_time(study: Study) -> ReportFigure:
             continue
         t = mb["t_s"].to_numpy()
         ax.plot(t, mb["rate_mbps"], color=COLOURS[0], lw=1.0, label="inbox rate")
-        ax.plot(t, mb["receive_mbps"], color=COLOURS[2], lw=0.8, alpha=0.7, label="received at outbox")
+        ax.plot(
+            t, mb["receive_mbps"], color=COLOURS[2], lw=0.8, alpha=0.7, label="received at outbox"
+        )
         ax.set_ylabel("Mbit/s")
         ax.set_ylim(bottom=0)
         ax.grid(True, alpha=0.3)
@@ -436,7 +448,9 @@ def middlebox_over_time(study: Study) -> ReportFigure:
         "outbox reported (green), and the bytes waiting in the inbox's queue (orange, right axis). "
         "One panel per scheme, its first run."
     )
-    return ReportFigure("middlebox-time", "The middlebox's rate and queue over time", definition, fig)
+    return ReportFigure(
+        "middlebox-time", "The middlebox's rate and queue over time", definition, fig
+    )
 
 
 def all_figures(study: Study) -> list[ReportFigure]:

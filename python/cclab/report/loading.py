@@ -100,7 +100,9 @@ def load_run(path: Path, scheme: str | None = None, repetition: int | None = Non
     }
     capacity_path = path / CAPACITY_FILE
     optional = {
-        stem: pd.read_parquet(path / f"{stem}.parquet") if (path / f"{stem}.parquet").exists() else None
+        stem: pd.read_parquet(path / f"{stem}.parquet")
+        if (path / f"{stem}.parquet").exists()
+        else None
         for stem in ("requests", "fct", "middlebox")
     }
     return RunData(
