@@ -721,9 +721,10 @@ def _bundler_analysis(
     )
     if "status-quo" in by and "bundler" in by:
         cut = 1 - by["bundler"]["slowdown_median"] / by["status-quo"]["slowdown_median"]
+        change = f"{100 * cut:.0f}% lower" if cut >= 0 else f"{-100 * cut:.0f}% higher"
         notes.append(
-            f"Bundler vs status quo: median slowdown {100 * cut:+.0f}% lower "
-            "(paper: 28% lower; target of issue 11: at least 20%)"
+            f"Bundler vs status quo: median slowdown {change} "
+            "(paper: 28% lower; target of issue 11: at least 20% lower)"
         )
     notes.append(
         "known differences: the end hosts are cclab's Cubic over its own transport (it "
