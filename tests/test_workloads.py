@@ -11,6 +11,7 @@ import pytest
 import cclab
 from cclab import reproduce
 from cclab.archive_index import runs
+from cclab.report import write_report
 from cclab.report.loading import load_run
 
 REPO = Path(__file__).resolve().parent.parent
@@ -104,6 +105,26 @@ def test_reproduce_bundler_on_a_short_scenario(tmp_path) -> None:
         assert row["slowdown_median"] >= 1.0 and row["completed_pct"] > 90
     saved = pd.read_csv(tmp_path / "out" / "bundler.csv")
     assert list(saved["configuration"]) == list(rep.table["configuration"])
+    # The report of the experiment draws the FCT CDFs and the middlebox over time.
+    page = write_report(tmp_path / "out", figures_dir=tmp_path / "figs")
+    html = page.read_text()
+    assert 'data-figure="fct-cdf"' in html and 'data-figure="middlebox-time"' in html
+    assert (tmp_path / "figs" / "fct-cdf.png").stat().st_size > 0
+
+
+def test_quick_bundler_reproduction_holds_qualitatively(tmp_path) -> None:
+    """`cclab reproduce bundler --quick`, as CI runs it. With SFQ among the disciplines,
+    issue 11's targets: Bundler cuts the status quo's median slowdown by at least 20%, and
+    in-network SFQ is at least as good as Bundler. Without SFQ, the Bundler row runs FIFO at
+    the inbox and must equal the fifo-at-inbox row, and the in-network row is absent."""
+    rep = reproduce.bundler(quick=True, out=tmp_path / "out")
+    table = rep.table.set_index("configuration")["slowdown_median"]
+    if "in-network" in table.index:
+        assert table["bundler"] <= 0.8 * table["status-quo"], table
+        assert table["in-network"] <= table["bundler"] * 1.02, table
+    else:
+        assert table["bundler"] == table["fifo-at-inbox"], table
+        assert any("no `sfq`" in n for n in rep.notes)
 
 
 def test_reproduce_finds_the_repository_scenarios() -> None:

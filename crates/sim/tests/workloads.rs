@@ -147,3 +147,23 @@ fn the_inbox_moves_the_standing_queue_from_the_bottleneck_to_itself() {
     let tput = with.metrics.total.throughput_mbps;
     assert!(tput > 0.85 * 96.0, "throughput {tput} Mbit/s");
 }
+
+/// Bad workload and middlebox keys are errors naming the field and what is accepted.
+#[test]
+fn bad_keys_name_their_field() {
+    let err =
+        |text: &str| cclab_sim::parse_scenario(text, "t.toml", &toml::Table::new()).expect_err("invalid").to_string();
+    let base = "[link]\nrate = \"12Mbps\"\n[[flows]]\nscheme = \"cubic\"\n";
+    let e = err(&format!("{base}traffic = \"requests\"\n"));
+    assert!(e.contains("flows[0].traffic") && e.contains("[flows.requests]"), "{e}");
+    let e = err(&format!(
+        "{base}traffic = \"requests\"\ncount = 2\n[flows.requests]\ncdf = \"TINY_CDF\"\nload = \"1Mbps\"\n"
+    ));
+    assert!(e.contains("flows[0].count"), "{e}");
+    let e = err(&format!("{base}traffic = \"requests\"\n[flows.requests]\ncdf = \"CAIDA\"\nload = \"1Mbps\"\n"));
+    assert!(e.contains("flows[0].requests.cdf") && e.contains("CAIDA_CDF"), "{e}");
+    let e = err(&format!("{base}[middlebox]\ninitial_epoch = 100\n"));
+    assert!(e.contains("middlebox.initial_epoch") && e.contains("power of two"), "{e}");
+    let e = err(&format!("{base}[middlebox]\nscheduler = \"sfqq\"\n"));
+    assert!(e.contains("middlebox.scheduler") && e.contains("droptail"), "{e}");
+}
