@@ -36,6 +36,9 @@ def test_every_column_is_named_typed_and_documented() -> None:
         "packets",
         "flows",
         "stats",
+        "requests",
+        "fct",
+        "middlebox",
     }
     for table, columns in _core.SCHEMA.items():
         names = [name for name, *_ in columns]

@@ -1,8 +1,10 @@
 """Run directories: one directory per run, written atomically.
 
 A run directory holds `scenario.toml` (as run, every default filled), the results as Parquet
-(zstd) — `summary`, `timeseries`, `jain`, `flows` and, when packets were logged, `packets` —
-and `meta.json`. Everything is first written into a hidden sibling `.<name>.partial-<random>`;
+(zstd) — `summary`, `timeseries`, `jain`, `flows`; `requests` and `fct` for a run with request
+workloads, `middlebox` for one with a middlebox; and, when packets were logged, `packets` — and
+`meta.json` (its `fct` holds the `fct` table by size bucket, for the archive index). Everything
+is first written into a hidden sibling `.<name>.partial-<random>`;
 `meta.json` (with `"complete": true`) is written last, then the directory is renamed into place
 in one step. A run that is killed therefore leaves either nothing or a hidden `.partial-`
 directory without a complete `meta.json`, never something that looks like a finished run.
@@ -31,6 +33,16 @@ from cclab.provenance import environment
 
 if TYPE_CHECKING:
     from cclab.result import RunResult
+
+
+def fct_by_bucket(fct: Any) -> dict[str, dict[str, Any]]:
+    """The `fct` table (a DataFrame) as {bucket: {column: value}}, for meta.json and the
+    archive index; empty for a run without requests."""
+    if fct.empty or not int(fct["requests"].sum()):
+        return {}
+    rows = fct.set_index("bucket").to_dict(orient="index")
+    return {str(k): {c: float(v) for c, v in r.items()} for k, r in rows.items()}
+
 
 #: Environment variable naming the folder where runs go by default.
 RUNS_ENV = "CCLAB_RUNS"
@@ -80,6 +92,7 @@ def _meta(result: RunResult, command: list[str] | None, files: list[str]) -> dic
             "events_per_sec": result.events_per_sec,
             "simulated_secs": result.duration_s,
             "metrics": result.metrics,
+            "fct": fct_by_bucket(result.fct),
             "stats": result.stats,
             "files": files,
         }
@@ -109,6 +122,14 @@ def _write_contents(result: RunResult, folder: Path, command: list[str] | None) 
     }
     for stem, frame in frames.items():
         frame.to_parquet(folder / f"{stem}.parquet", compression=COMPRESSION, index=False)
+    # Request workloads and the middlebox only where the run had them.
+    for stem, frame in (
+        ("requests", result.requests),
+        ("fct", result.fct),
+        ("middlebox", result.middlebox),
+    ):
+        if len(frame) and (stem != "fct" or len(result.requests)):
+            frame.to_parquet(folder / f"{stem}.parquet", compression=COMPRESSION, index=False)
     if result.packet_columns is not None:
         _write_packets(result.packet_columns, folder / "packets.parquet")
     files = [*sorted(p.name for p in folder.iterdir()), META_FILE]

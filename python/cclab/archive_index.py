@@ -19,7 +19,10 @@ Tables (`cclab runs --sql` sees them all):
 - `runs`: one row per complete run, with its scheme(s), seed, engine, the link it ran on
   (`rate_mbps`, `delay_ms`, `queue`, `aqm`, `link_loss`, `trace`), its duration, and its whole-run
   figures (`throughput_mbps`, `delay_p95_ms`, `queueing_p95_ms`, `loss_pct`, `utilisation`,
-  `jain_median`, `jain_counted`, `capacity_mbps`); `experiment` names the experiment it belongs
+  `jain_median`, `jain_counted`, `capacity_mbps`), and for request workloads the FCT figures
+  (`requests_completed`, `fct_median_ms`, `fct_p99_ms`, `slowdown_median`, `slowdown_p99` over
+  all requests, `small_slowdown_median` and `small_slowdown_p99` for those < 10 KB; NULL
+  without); `experiment` names the experiment it belongs
   to, if any, and `status` is what the experiment recorded ("ok", or "invalid" for an imported
   Pantheon run that the Pantheon's own analysis would discard);
 - `flows`: one row per flow of each run (its summary row);
@@ -105,6 +108,14 @@ _RUNS = [
     ("jain_median", "DOUBLE", _metric("jain_median", "t.jain_median")),
     ("jain_counted", "DOUBLE", _metric("jain_counted", "t.jain_counted")),
     ("capacity_mbps", "DOUBLE", "json_extract_string(m.j, '$.metrics.capacity_mbps')"),
+    # Request workloads: meta.json's `fct` (the core's `fct` table by size bucket).
+    ("requests_completed", "BIGINT", "json_extract_string(m.j, '$.fct.all.completed')"),
+    ("fct_median_ms", "DOUBLE", "json_extract_string(m.j, '$.fct.all.fct_median_ms')"),
+    ("fct_p99_ms", "DOUBLE", "json_extract_string(m.j, '$.fct.all.fct_p99_ms')"),
+    ("slowdown_median", "DOUBLE", "json_extract_string(m.j, '$.fct.all.slowdown_median')"),
+    ("slowdown_p99", "DOUBLE", "json_extract_string(m.j, '$.fct.all.slowdown_p99')"),
+    ("small_slowdown_median", "DOUBLE", "json_extract_string(m.j, '$.fct.small.slowdown_median')"),
+    ("small_slowdown_p99", "DOUBLE", "json_extract_string(m.j, '$.fct.small.slowdown_p99')"),
     ("complete", "BOOLEAN", "true"),
     ("cclab_version", "VARCHAR", "json_extract_string(m.j, '$.cclab_version')"),
     ("host", "VARCHAR", "json_extract_string(m.j, '$.host')"),

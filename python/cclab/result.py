@@ -44,6 +44,14 @@ def summary_frame(columns: dict[str, Any]) -> pd.DataFrame:
     return frame[SUMMARY_COLUMNS]
 
 
+def table_frame(table: str, columns: dict[str, Any] | None) -> pd.DataFrame:
+    """A table the core may leave out (an engine without request workloads or a middlebox):
+    its columns, coded ones as categoricals; empty with the declared columns when absent."""
+    if columns is None:
+        return typed_frame(table, [])
+    return packets_frame(columns)
+
+
 def timeseries_frame(columns: dict[str, np.ndarray]) -> pd.DataFrame:
     return pd.DataFrame(columns)
 
@@ -87,6 +95,13 @@ class RunResult:
     packet_columns: dict[str, Any] | None = field(default=None, repr=False)
     #: "sim" or "emu": the engine that produced the result.
     engine: str = "sim"
+    #: One row per request of a request workload: size, size bucket, FCT and slowdown
+    #: (empty without one).
+    requests: pd.DataFrame = field(default_factory=lambda: typed_frame("requests", []))
+    #: FCT and slowdown medians and p99 per size bucket, then over all requests.
+    fct: pd.DataFrame = field(default_factory=lambda: typed_frame("fct", []))
+    #: The middlebox's inbox every control interval: rate, queue, RTT (empty without one).
+    middlebox: pd.DataFrame = field(default_factory=lambda: typed_frame("middlebox", []))
 
     @classmethod
     def from_core(
@@ -109,6 +124,9 @@ class RunResult:
             wall_secs=wall_secs,
             packet_columns=raw["packets"],
             engine=raw.get("engine", "sim"),
+            requests=table_frame("requests", raw.get("requests")),
+            fct=table_frame("fct", raw.get("fct")),
+            middlebox=table_frame("middlebox", raw.get("middlebox")),
         )
 
     @cached_property

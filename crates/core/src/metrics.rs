@@ -159,6 +159,7 @@ pub use congestion::LossGaps;
 mod accumulator;
 mod analyze;
 mod congestion;
+pub mod fct;
 mod histogram;
 #[cfg(test)]
 mod tests;

@@ -76,6 +76,11 @@ pub mod stream {
     pub const REVERSE_LINK: u64 = 4;
     /// The bottleneck's queue discipline, where it draws (PIE's and RED's drop decisions).
     pub const QUEUE: u64 = 5;
+    /// The `[middlebox]` inbox's queue discipline, where it draws.
+    pub const INBOX_QUEUE: u64 = 6;
+    /// The request workload of `[[flows]]` entry `i` (`traffic = "requests"`: arrival times,
+    /// sizes and connection choices) draws from `REQUESTS + i`.
+    pub const REQUESTS: u64 = 500;
     /// Flow `i`'s sender draws from `FLOW + i`.
     pub const FLOW: u64 = 1000;
 }

@@ -8,10 +8,15 @@
 
 use crate::units::{Bytes, Dur, QueueSize, Rate};
 pub use queues::{CodelParams, FqCodelParams, PieParams, PrioBy, PrioParams, RedParams, SfqParams, TokenBucketParams};
+
+pub mod middlebox;
+pub mod workload;
+pub use middlebox::{BundleController, Middlebox};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
+pub use workload::Requests;
 
 pub mod presets;
 
@@ -39,6 +44,9 @@ pub struct Scenario {
     #[serde(default)]
     pub reverse: Reverse,
     pub flows: Vec<FlowSpec>,
+    /// Bundler's inbox/outbox around the bottleneck (scenario/middlebox.rs); off when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub middlebox: Option<Middlebox>,
     #[serde(default)]
     pub output: Output,
 }
@@ -183,13 +191,15 @@ pub enum Leave {
     Lifo,
 }
 
-/// What a flow sends. Only bulk transfers exist for now; request/response and constant-rate
-/// cross traffic will be further variants.
+/// What a flow sends: a backlogged transfer, or requests from an empirical size distribution
+/// over persistent connections (scenario/workload.rs). Constant-rate cross traffic is the
+/// `fixed` scheme with a `rate`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Traffic {
     #[default]
     Bulk,
+    Requests,
 }
 
 /// Whether the transport paces a window-based controller that sets no rate of its own.
@@ -226,6 +236,9 @@ pub struct FlowSpec {
     pub extra_rtt: Dur,
     #[serde(default)]
     pub traffic: Traffic,
+    /// The request workload of `traffic = "requests"` (scenario/workload.rs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests: Option<Requests>,
     #[serde(default)]
     pub pacing: Pacing,
     /// ACK every second full-sized segment, or after 40 ms (Linux's minimum delayed-ACK timer).
@@ -630,6 +643,10 @@ impl Scenario {
                 }
             }
         }
+        let folder = path.parent().unwrap_or(Path::new("."));
+        for r in s.flows.iter_mut().filter_map(|f| f.requests.as_mut()) {
+            r.resolve_paths(folder);
+        }
         Ok(s)
     }
 
@@ -754,6 +771,10 @@ impl Scenario {
             if f.rwnd.is_some_and(|w| w.0 < MSS) {
                 errs.push(src.error(&at("rwnd"), format!("must hold at least one packet ({MSS}B)")));
             }
+            workload::check(i, f, src, &mut errs);
+        }
+        if let Some(m) = &self.middlebox {
+            m.check(src, &mut errs);
         }
         if self.output.bin.0 == 0 || self.output.jain_bucket.0 == 0 {
             errs.push(src.error("output", "bin widths must be positive"));
@@ -769,7 +790,11 @@ impl Scenario {
     pub fn flow_instances(&self) -> Vec<FlowInstance> {
         let mut out = Vec::new();
         for (si, f) in self.flows.iter().enumerate() {
-            let n = f.count as u64;
+            // A request workload is one entry over its connections, all open from `start`.
+            let n = match &f.requests {
+                Some(r) if f.traffic == Traffic::Requests => r.connections as u64,
+                _ => f.count as u64,
+            };
             for k in 0..n {
                 let start = f.start.0 + k * f.every.0;
                 let stop = match (f.leave, f.stop) {

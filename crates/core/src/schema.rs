@@ -11,6 +11,7 @@
 //! `packets`. The engine-level tables (`flows`, `stats`) are declared with the types they read,
 //! beside the engines' result types, with the same [`Column`] machinery.
 
+use crate::metrics::fct::{FctRow, FctSummary, BUCKETS};
 use crate::metrics::{FlowSummary, JainRow, Metrics, SeriesRow};
 use crate::record::{Fate, PacketKind, PacketLog};
 
@@ -452,6 +453,52 @@ pub static PACKETS: &[Column<Take<PacketLog>>] = &[
     col("retransmission", "", "whether the packet was a retransmission", Take::Bool(|l| &mut l.retransmission)),
 ];
 
+pub static REQUESTS: &[Column<Get<FctRow>>] = &[
+    col("request", "", "request id, in arrival order", Get::U64(|r| r.request.id)),
+    col("flow", "", "the connection (flow id) that carried it", Get::U32(|r| r.request.flow)),
+    col("size_bytes", "bytes", "payload bytes of the request's response", Get::U64(|r| r.request.size)),
+    coded("bucket", "size bucket: small < 10 KB, medium 10 KB–1 MB, large > 1 MB", &BUCKETS, Get::U8(|r| r.bucket)),
+    col("start_ns", "ns", "arrival at the sending application", Get::U64(|r| r.request.start)),
+    col(
+        "completed",
+        "",
+        "whether its last byte was acknowledged before the run ended",
+        Get::Bool(|r| r.request.end.is_some()),
+    ),
+    col(
+        "fct_ms",
+        "ms",
+        "flow-completion time: arrival to the acknowledgement of the last byte (NaN if not completed)",
+        Get::F64(|r| r.fct_ms),
+    ),
+    col("slowdown", "", "FCT / (size / link rate + base RTT) (NaN if not completed)", Get::F64(|r| r.slowdown)),
+];
+
+pub static FCT: &[Column<Get<FctSummary>>] = &[
+    col(
+        "bucket",
+        "",
+        "size bucket (small < 10 KB, medium 10 KB–1 MB, large > 1 MB) or all",
+        Get::Str(|r| r.bucket.to_string()),
+    ),
+    col("requests", "requests", "requests that arrived", Get::U64(|r| r.requests)),
+    col("completed", "requests", "requests completed before the run ended", Get::U64(|r| r.completed)),
+    col("fct_median_ms", "ms", "median FCT of completed requests (nearest rank)", Get::F64(|r| r.fct_median_ms)),
+    col("fct_p99_ms", "ms", "99th percentile FCT of completed requests", Get::F64(|r| r.fct_p99_ms)),
+    col("slowdown_median", "", "median slowdown of completed requests", Get::F64(|r| r.slowdown_median)),
+    col("slowdown_p99", "", "99th percentile slowdown of completed requests", Get::F64(|r| r.slowdown_p99)),
+];
+
+/// The `requests` table: one row per request of a request workload.
+pub fn requests(rows: &[FctRow]) -> Columns {
+    Columns::from_rows(REQUESTS, rows)
+}
+
+/// The `fct` table: one row per size bucket, then all requests.
+pub fn fct(rows: &[FctRow]) -> Columns {
+    Columns::from_rows(FCT, &crate::metrics::fct::summary(rows))
+}
+
 /// The `summary` table of `m`: one row per flow, then the total. `schemes[id]` names flow
 /// `id` ("" past its end).
 pub fn summary(m: &Metrics, schemes: &[&str]) -> Columns {
@@ -499,6 +546,8 @@ pub fn tables() -> Vec<Table> {
         describe("timeseries", "one row per flow and time-series bin", TIMESERIES),
         describe("jain", "one row per Jain bucket", JAIN),
         describe("packets", "one row per data or ACK packet (when packets are logged)", PACKETS),
+        describe("requests", "one row per request of a request workload (empty without one)", REQUESTS),
+        describe("fct", "FCT and slowdown per size bucket, then over all requests", FCT),
     ]
 }
 

@@ -73,10 +73,18 @@ pub fn resolve(scenario: &Scenario, src: &Source, base_dir: &Path) -> Result<Vec
     let mut out = Vec::new();
     let mut kernel_ccs: Option<Vec<String>> = None;
     let mut cclab_flows = Vec::new();
+    if scenario.middlebox.is_some() {
+        errs.push(src.error("middlebox", "the emulator has no [middlebox] stage yet; run it with --engine sim"));
+    }
     for (i, f) in scenario.flows.iter().enumerate() {
         let at = |k: &str| format!("flows[{i}].{k}");
         if f.traffic != Traffic::Bulk {
-            errs.push(src.error(&at("traffic"), "the emulator runs bulk flows only"));
+            errs.push(
+                src.error(
+                    &at("traffic"),
+                    "the emulator runs bulk flows only (request workloads run with --engine sim)",
+                ),
+            );
         }
         let scheme = if let Some(name) = f.scheme.strip_prefix(KERNEL_PREFIX) {
             let ccs = kernel_ccs.get_or_insert_with(kernel_congestion_controls);

@@ -19,11 +19,13 @@
 
 pub mod bottleneck;
 pub mod delivery;
+pub mod middlebox;
 pub mod plan;
 pub mod qdisc;
 mod result;
 pub mod sinks;
 pub mod stage;
 pub mod tables;
+pub mod workload;
 
 pub use result::{CcTrace, EngineStats, FlowInfo, RunOptions, RunOutput};

@@ -10,12 +10,14 @@
 
 use crate::bottleneck::Bottleneck;
 use crate::delivery::{Service, Trace};
-use crate::qdisc::{Limit, QdiscSpec};
+use crate::middlebox::Inbox;
+use crate::qdisc::{Limit, Qdisc, QdiscSpec};
 use crate::stage::{DelayLine, Jitter, Loss, WirePacket};
+use crate::workload::{RequestPlan, RequestSource};
 use crate::FlowInfo;
 use cclab_core::metrics::{MetricsConfig, Schedule};
 use cclab_core::rng::{stream, Rng};
-use cclab_core::scenario::Scenario;
+use cclab_core::scenario::{Link, Middlebox, Scenario, Traffic};
 use cclab_core::time::Time;
 use std::sync::Arc;
 
@@ -53,6 +55,10 @@ pub struct PathPlan {
     pub base_rtt: Time,
     pub flows: Vec<FlowPath>,
     pub metrics: MetricsConfig,
+    /// The request workloads (`traffic = "requests"` entries), in entry order.
+    pub requests: Vec<RequestPlan>,
+    /// The `[middlebox]`, with its buffer resolved against the link.
+    pub middlebox: Option<(Middlebox, Limit, QdiscSpec)>,
 }
 
 impl PathPlan {
@@ -114,7 +120,31 @@ impl PathPlan {
             // An engine that promises arrival order says so (the simulator does).
             arrivals_ordered: false,
         };
+        let mut requests = Vec::new();
+        for (spec, f) in scenario.flows.iter().enumerate() {
+            let Some(r) = f.requests.as_ref().filter(|_| f.traffic == Traffic::Requests) else { continue };
+            let cdf = Arc::new(r.load_cdf().map_err(|e| format!("flows[{spec}].requests.cdf: {e}"))?);
+            let mine: Vec<&FlowPath> = flows.iter().filter(|p| p.spec == spec).collect();
+            requests.push(RequestPlan {
+                spec,
+                mean_gap_ns: r.mean_gap_ns(&cdf),
+                cdf,
+                connections: mine.iter().map(|p| p.info.id).collect(),
+                start: mine.iter().map(|p| p.info.start).min().unwrap_or(0),
+                stop: mine.iter().map(|p| p.info.stop).max().unwrap_or(0),
+                max_requests: r.max_requests,
+            });
+        }
+        let middlebox = scenario.middlebox.clone().map(|m| {
+            let limit = Limit::resolve(m.queue, service.mean_rate(), base_rtt);
+            // The scheduler is the discipline of that name, as `link.aqm` would build it.
+            let named = Link { aqm: m.scheduler, ..link.clone() };
+            let spec = QdiscSpec::from_link(&named, &entries, service.mean_rate());
+            (m, limit, spec)
+        });
         Ok(PathPlan {
+            requests,
+            middlebox,
             seed: scenario.seed,
             service,
             limit,
@@ -175,6 +205,28 @@ impl PathPlan {
                 Rng::derive(self.seed, stream::QUEUE),
             )
         })
+    }
+
+    /// The arrival process of request workload `i` (of [`PathPlan::requests`]), on its entry's
+    /// own random stream.
+    pub fn request_source(&self, i: usize) -> RequestSource {
+        let plan = self.requests[i].clone();
+        let rng = Rng::derive(self.seed, stream::REQUESTS + plan.spec as u64);
+        RequestSource::new(plan, rng)
+    }
+
+    /// The `[middlebox]`'s inbox, if the scenario has one: its scheduler is the discipline of
+    /// that name (as `link.aqm` names them) under the inbox's buffer.
+    pub fn inbox<P: WirePacket>(&self) -> Option<Inbox<P>> {
+        self.middlebox.as_ref().map(|(cfg, limit, spec)| {
+            // The inbox's discipline draws (RED, PIE) from a stream of its own.
+            Inbox::with_qdisc(Qdisc::new(spec, *limit, Rng::derive(self.seed, stream::INBOX_QUEUE)), cfg)
+        })
+    }
+
+    /// Whether flow `id` is a connection of a request workload (its sender writes messages).
+    pub fn carries_requests(&self, id: u32) -> bool {
+        self.requests.iter().any(|r| r.connections.contains(&id))
     }
 
     /// The random stream of flow `id`'s sender.

@@ -1,5 +1,7 @@
 //! The engine-neutral results of a run, the same whichever engine produced them.
 
+use crate::middlebox::MiddleboxRow;
+use cclab_core::metrics::fct::FctRow;
 use cclab_core::metrics::Metrics;
 use cclab_core::PacketLog;
 
@@ -109,4 +111,8 @@ pub struct RunOutput {
     pub packets: Option<PacketLog>,
     pub flows: Vec<FlowInfo>,
     pub stats: EngineStats,
+    /// Every request of the run's request workloads, with its FCT and slowdown (empty without).
+    pub requests: Vec<FctRow>,
+    /// The middlebox's inbox, sampled every control interval (empty without one).
+    pub middlebox: Vec<MiddleboxRow>,
 }

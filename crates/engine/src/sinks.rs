@@ -1,15 +1,21 @@
 //! Where packet records go: one [`Sinks::emit`] feeds the metrics accumulator, the packet log
 //! (when the run keeps one) and the engine's counters, whichever engine made the record.
 
+use crate::middlebox::MiddleboxRow;
 use crate::plan::PathPlan;
+use crate::workload::RequestLog;
 use crate::{EngineStats, RunOutput};
-use cclab_core::metrics::MetricsAccumulator;
+use cclab_core::metrics::{fct, MetricsAccumulator};
 use cclab_core::record::{Fate, PacketKind, PacketLog, PacketRecord, RecordSink};
 
 pub struct Sinks {
     metrics: MetricsAccumulator,
     log: Option<PacketLog>,
     stats: EngineStats,
+    /// The requests of request workloads, as the engine starts and completes them.
+    pub requests: RequestLog,
+    /// The middlebox's samples, handed over by the engine at the end.
+    pub middlebox: Vec<MiddleboxRow>,
 }
 
 impl Sinks {
@@ -19,6 +25,8 @@ impl Sinks {
             metrics: MetricsAccumulator::new(plan.metrics.clone()),
             log: log_packets.then(PacketLog::default),
             stats: EngineStats::default(),
+            requests: RequestLog::default(),
+            middlebox: Vec::new(),
         }
     }
 
@@ -47,13 +55,15 @@ impl Sinks {
 
     /// Closes the run: the metrics against the plan's link capacity, the log, the counters.
     pub fn finish(self, plan: &PathPlan, events: u64, wall_secs: f64) -> RunOutput {
-        let Sinks { metrics, log, mut stats } = self;
+        let Sinks { metrics, log, mut stats, requests, middlebox } = self;
         // The kernel asks for the capacity between two deliveries, (t0, t1]; the link served
         // those packets one propagation delay earlier, and its capacity counts [t0, t1).
         let link_time = |t: u64| (t + 1).saturating_sub(plan.prop_delay);
         let metrics = metrics.finish(&|t0, t1| plan.service.capacity_bits(link_time(t0), link_time(t1)));
         stats.events = events;
         stats.wall_secs = wall_secs;
-        RunOutput { metrics, packets: log, flows: plan.infos(), stats }
+        let base_rtt = |id: u32| plan.flows.get(id as usize).map_or(plan.base_rtt, |f| f.info.base_rtt);
+        let requests = fct::rows(&requests.requests, plan.service.mean_rate().bytes_per_sec(), &base_rtt);
+        RunOutput { metrics, packets: log, flows: plan.infos(), stats, requests, middlebox }
     }
 }

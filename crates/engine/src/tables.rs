@@ -2,6 +2,7 @@
 //! (`FlowInfo`, `EngineStats`) with the core's schema machinery; the core declares the rest
 //! (`cclab_core::schema`).
 
+use crate::middlebox::MiddleboxRow;
 use crate::{EngineStats, FlowInfo};
 use cclab_core::schema::{col, describe, Column, Columns, Get, Table};
 
@@ -22,6 +23,38 @@ pub static STATS: &[Column<Get<EngineStats>>] = &[
     col("data_in_flight_end", "packets", "data packets still in flight at the end", Get::U64(|s| s.data_in_flight_end)),
 ];
 
+pub static MIDDLEBOX: &[Column<Get<MiddleboxRow>>] = &[
+    col("t_ns", "ns", "time of the inbox's control step", Get::U64(|r| r.t)),
+    col("t_s", "s", "the same in seconds", Get::F64(|r| r.t as f64 / 1e9)),
+    col(
+        "rate_mbps",
+        "Mbit/s",
+        "the token bucket's rate set by the aggregate controller",
+        Get::F64(|r| r.rate * 8.0 / 1e6),
+    ),
+    col("queue_bytes", "bytes", "bytes waiting in the inbox's queue", Get::U64(|r| r.queue_bytes)),
+    col("queue_packets", "packets", "packets waiting in the inbox's queue", Get::U64(|r| r.queue_packets)),
+    col(
+        "rtt_ms",
+        "ms",
+        "standing RTT inbox → outbox → inbox the controller used (0 before a sample)",
+        Get::F64(|r| r.rtt as f64 / 1e6),
+    ),
+    col("min_rtt_ms", "ms", "minimum of those RTTs (0 before a sample)", Get::F64(|r| r.min_rtt as f64 / 1e6)),
+    col(
+        "receive_mbps",
+        "Mbit/s",
+        "the bundle's receive rate at the outbox, from its feedback (NaN before two)",
+        Get::F64(|r| r.receive_rate * 8.0 / 1e6),
+    ),
+    col("epoch", "packets", "epoch length: one packet in this many is a sampled boundary", Get::U32(|r| r.epoch)),
+];
+
+/// The `middlebox` table: one row per control interval of the inbox.
+pub fn middlebox(rows: &[MiddleboxRow]) -> Columns {
+    Columns::from_rows(MIDDLEBOX, rows)
+}
+
 /// The `flows` table: one row per flow.
 pub fn flows(flows: &[FlowInfo]) -> Columns {
     Columns::from_rows(FLOWS, flows)
@@ -37,6 +70,7 @@ pub fn tables() -> Vec<Table> {
     vec![
         describe("flows", "one row per flow of the run", FLOWS),
         describe("stats", "engine counters (one row; an engine may add its own)", STATS),
+        describe("middlebox", "the inbox sampled every control interval (empty without a [middlebox])", MIDDLEBOX),
     ]
 }
 

@@ -77,6 +77,9 @@ pub fn to_dict<'py>(py: Python<'py>, scenario: &Scenario, out: RunOutput) -> PyR
     set_metrics(py, &d, &out.metrics, &schemes)?;
     d.set_item("flows", columns(py, tables::flows(&out.flows))?)?;
     d.set_item("stats", scalars(py, tables::stats(&out.stats))?)?;
+    d.set_item("requests", columns(py, schema::requests(&out.requests))?)?;
+    d.set_item("fct", columns(py, schema::fct(&out.requests))?)?;
+    d.set_item("middlebox", columns(py, tables::middlebox(&out.middlebox))?)?;
     match out.packets {
         Some(log) => d.set_item("packets", columns(py, schema::packets(log))?)?,
         None => d.set_item("packets", py.None())?,

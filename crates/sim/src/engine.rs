@@ -14,9 +14,11 @@ use cclab_core::record::{Fate, PacketKind, PacketRecord, NEVER};
 use cclab_core::scenario::{Pacing, Scenario, ACK_BYTES, MSS};
 use cclab_core::time::Time;
 use cclab_engine::bottleneck::Bottleneck;
+use cclab_engine::middlebox::{boundary_hash, Feedback, Inbox, Outbox};
 use cclab_engine::plan::PathPlan;
 use cclab_engine::sinks::Sinks;
 use cclab_engine::stage::{DelayLine, Loss, WirePacket};
+use cclab_engine::workload::RequestSource;
 use cclab_engine::{CcTrace, RunOptions, RunOutput};
 use cclab_transport::{AckFrame, DataPacket, Receiver, ReceiverConfig, Sender, SenderConfig};
 
@@ -92,6 +94,12 @@ enum Ev {
     Timer(u32),
     Start(u32),
     Stop(u32),
+    /// The next request of workload `i` arrives.
+    Request(u32),
+    /// The inbox's token bucket or control loop is due.
+    Inbox,
+    /// The oldest feedback in flight from the outbox reaches the inbox.
+    Feedback,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -191,6 +199,28 @@ struct Sim {
     sinks: Sinks,
     /// Controller samples, when the run asked for them.
     cc_trace: Option<CcTrace>,
+    /// Request workloads' arrival processes.
+    sources: Vec<RequestSource>,
+    /// Scratch: tags of messages a sender completed.
+    completed: Vec<u64>,
+    /// Bundler's middlebox, when the scenario has one.
+    middlebox: Option<Bundle>,
+}
+
+/// The inbox before the bottleneck, the outbox after it, and the feedback between them.
+struct Bundle {
+    inbox: Inbox<Packet>,
+    inbox_at: Option<Time>,
+    outbox: Outbox,
+    /// Feedback on its way back, due times ascending (one constant delay keeps them in order).
+    feedback: std::collections::VecDeque<(Time, Feedback)>,
+    feedback_delay: Time,
+}
+
+/// The packet fields Bundler hashes: the destination port (here the flow) and the IP ID (the
+/// low bits of the packet's unique id, as a per-packet counter would give).
+fn packet_hash(p: &Packet) -> u32 {
+    boundary_hash(p.flow as u16, p.uid as u16)
 }
 
 impl Sim {
@@ -226,10 +256,45 @@ impl Sim {
             let (_, p) = line.pop().expect("checked");
             n += 1;
             match dest {
-                Dest::Bottleneck => self.arrive_bottleneck(p),
+                Dest::Bottleneck => self.arrive_site(p),
                 Dest::Receiver => self.arrive_receiver(p),
                 Dest::ReverseLink => self.arrive_reverse_link(p),
                 Dest::Sender => self.arrive_sender(p),
+            }
+        }
+        n
+    }
+
+    /// A data packet leaves the sending site: through the inbox if there is one.
+    fn arrive_site(&mut self, p: Packet) {
+        let Some(b) = &mut self.middlebox else {
+            return self.arrive_bottleneck(p);
+        };
+        let sinks = &mut self.sinks;
+        b.inbox.enqueue(self.now, p, &mut |victim: Packet| sinks.emit(&victim.record(NEVER, Fate::DropQueue)));
+        self.on_inbox();
+    }
+
+    /// Releases what the inbox's token bucket allows now and re-arms its event.
+    fn on_inbox(&mut self) -> u64 {
+        let now = self.now;
+        let mut out = std::mem::take(&mut self.departures);
+        let b = self.middlebox.as_mut().expect("only with a middlebox");
+        let sinks = &mut self.sinks;
+        b.inbox.poll(now, &packet_hash, &mut |p| out.push(p), &mut |victim: Packet| {
+            sinks.emit(&victim.record(NEVER, Fate::DropQueue))
+        });
+        let n = out.len() as u64;
+        for p in out.drain(..) {
+            self.arrive_bottleneck(p);
+        }
+        self.departures = out;
+        let b = self.middlebox.as_mut().expect("only with a middlebox");
+        if let Some(t) = b.inbox.next_event() {
+            let t = t.max(now + 1);
+            if b.inbox_at.is_none_or(|at| t < at || at <= now) {
+                b.inbox_at = Some(t);
+                self.schedule(t, Ev::Inbox);
             }
         }
         n
@@ -320,6 +385,14 @@ impl Sim {
         let Body::Data(d) = p.body else { unreachable!("only data crosses the bottleneck") };
         let now = self.now;
         self.sinks.emit(&p.record(now, Fate::Delivered));
+        if let Some(b) = &mut self.middlebox {
+            let epoch = b.inbox.epoch();
+            if let Some(fb) = b.outbox.on_packet(now, packet_hash(&p), p.size as u64, epoch) {
+                let due = now + b.feedback_delay;
+                b.feedback.push_back((due, fb));
+                self.schedule(due, Ev::Feedback);
+            }
+        }
         let f = p.flow;
         if let Some(ack) = self.flows[f as usize].receiver.on_data(now, &d) {
             self.send_ack(f, ack);
@@ -347,7 +420,12 @@ impl Sim {
         let Body::Ack(ack) = p.body else { unreachable!("only ACKs travel back") };
         self.sinks.emit(&p.record(self.now, Fate::Delivered));
         let f = p.flow;
-        self.flows[f as usize].sender.on_ack(self.now, &ack);
+        let sender = &mut self.flows[f as usize].sender;
+        sender.on_ack(self.now, &ack);
+        sender.take_completed(&mut self.completed);
+        for tag in self.completed.drain(..) {
+            self.sinks.requests.complete(tag, self.now);
+        }
         self.transmit(f);
         if let Some(trace) = &mut self.cc_trace {
             let sender = &self.flows[f as usize].sender;
@@ -373,7 +451,7 @@ impl Sim {
             };
             match self.flows[f as usize].access {
                 Some(line) => self.push_pipe(line, p),
-                None => self.arrive_bottleneck(p),
+                None => self.arrive_site(p),
             }
         }
     }
@@ -410,6 +488,22 @@ impl Sim {
         true
     }
 
+    /// A request arrives: it is written to a connection, which sends it as its window allows.
+    fn on_request(&mut self, i: u32) -> u64 {
+        let now = self.now;
+        let flows = &self.flows;
+        let source = &mut self.sources[i as usize];
+        let (f, size) = source.arrive(&|id| flows[id as usize].sender.pending_messages() == 0);
+        if let Some(t) = source.next_arrival() {
+            self.schedule(t, Ev::Request(i));
+        }
+        let tag = self.sinks.requests.start(now, f, size);
+        self.flows[f as usize].sender.write_message(size, tag);
+        self.transmit(f);
+        self.rearm(f);
+        1
+    }
+
     /// Records every packet still in the network as in flight.
     fn flush(&mut self) {
         let mut left: Vec<Packet> = Vec::new();
@@ -419,6 +513,10 @@ impl Sim {
         }
         for pipe in &mut self.pipes {
             left.extend(pipe.line.drain());
+        }
+        if let Some(b) = &mut self.middlebox {
+            b.inbox.drain(&mut |p| left.push(p));
+            self.sinks.middlebox = b.inbox.take_rows();
         }
         left.sort_by_key(|p| p.uid);
         for p in left {
@@ -465,8 +563,13 @@ pub fn simulate(
             never_pace: spec.pacing == Pacing::Off,
             rwnd: spec.rwnd.map_or(u64::MAX, |b| b.0),
         };
+        let mut sender = Sender::new(cfg, cc, plan.flow_rng(fp.info.id));
+        if plan.carries_requests(fp.info.id) {
+            // A persistent connection: it sends only the requests written to it.
+            sender.set_app_limit(0);
+        }
         flows.push(Flow {
-            sender: Sender::new(cfg, cc, plan.flow_rng(fp.info.id)),
+            sender,
             receiver: Receiver::new(ReceiverConfig { delayed_ack: spec.delayed_ack, ..Default::default() })
                 .with_agent(agent),
             access,
@@ -491,7 +594,27 @@ pub fn simulate(
         next_uid: 0,
         sinks: Sinks::new(&plan, opts.log_packets),
         cc_trace: trace_cc.then(CcTrace::default),
+        sources: (0..plan.requests.len()).map(|i| plan.request_source(i)).collect(),
+        completed: Vec::new(),
+        middlebox: plan.inbox().map(|inbox| Bundle {
+            inbox,
+            inbox_at: None,
+            outbox: Outbox::default(),
+            feedback: std::collections::VecDeque::new(),
+            feedback_delay: plan.reverse_delay,
+        }),
     };
+    for i in 0..sim.sources.len() {
+        if let Some(t) = sim.sources[i].next_arrival() {
+            sim.schedule(t, Ev::Request(i as u32));
+        }
+    }
+    if let Some(b) = &mut sim.middlebox {
+        // The control loop ticks from the start, whether or not traffic has arrived.
+        let t = b.inbox.next_event().expect("the inbox always has a next tick");
+        b.inbox_at = Some(t);
+        sim.schedule(t, Ev::Inbox);
+    }
     for f in &plan.flows {
         sim.schedule(f.info.start, Ev::Start(f.info.id));
         sim.schedule(f.info.stop, Ev::Stop(f.info.id));
@@ -518,6 +641,22 @@ pub fn simulate(
             }
             Ev::Stop(f) => {
                 sim.flows[f as usize].sender.stop();
+                1
+            }
+            Ev::Request(i) => sim.on_request(i),
+            Ev::Inbox => {
+                let b = sim.middlebox.as_mut().expect("only with a middlebox");
+                if b.inbox_at != Some(e.t) {
+                    0 // superseded by an earlier entry
+                } else {
+                    b.inbox_at = None;
+                    sim.on_inbox()
+                }
+            }
+            Ev::Feedback => {
+                let b = sim.middlebox.as_mut().expect("only with a middlebox");
+                let (_, fb) = b.feedback.pop_front().expect("one event per feedback");
+                b.inbox.on_feedback(sim.now, fb);
                 1
             }
         };

@@ -87,6 +87,11 @@ pub struct Sender {
     next_offset: u64,
     /// Bytes the application has written (u64::MAX for a bulk flow).
     app_limit: u64,
+    /// Messages written on a persistent connection ([`Sender::write_message`]): the stream
+    /// offset one past each one's last byte and its tag, oldest first, until acknowledged.
+    messages: VecDeque<(u64, u64)>,
+    /// Tags of messages whose last byte the receiver acknowledged, not yet taken.
+    completed: Vec<u64>,
     active: bool,
     // Recovery epochs (reference §0.3, QUIC style).
     ca_state: CaState,
@@ -134,6 +139,8 @@ impl Sender {
             retransmit: VecDeque::new(),
             next_offset: 0,
             app_limit: u64::MAX,
+            messages: VecDeque::new(),
+            completed: Vec::new(),
             active: false,
             ca_state: CaState::Open,
             recovery_start: None,
@@ -191,6 +198,25 @@ impl Sender {
         self.app_limit = bytes;
     }
 
+    /// Appends a message of `bytes` to the stream of a persistent, application-limited
+    /// connection (one that started with `set_app_limit(0)`); once the receiver acknowledges
+    /// its last byte in order, `tag` appears in [`Sender::take_completed`].
+    pub fn write_message(&mut self, bytes: u64, tag: u64) {
+        assert!(self.app_limit != u64::MAX, "messages need an application-limited sender (set_app_limit(0))");
+        self.app_limit += bytes;
+        self.messages.push_back((self.app_limit, tag));
+    }
+
+    /// Tags of the messages completed since the last call, in stream order, into `out`.
+    pub fn take_completed(&mut self, out: &mut Vec<u64>) {
+        out.append(&mut self.completed);
+    }
+
+    /// Messages written and not yet acknowledged in full.
+    pub fn pending_messages(&self) -> usize {
+        self.messages.len()
+    }
+
     /// Stops all sending: no new data, no retransmissions, no timers.
     pub fn stop(&mut self) {
         self.active = false;
@@ -245,6 +271,22 @@ impl Sender {
                 (off, len, false)
             }
         };
+        if self.in_flight == 0
+            && self.app_limit != u64::MAX
+            && self.retransmit.is_empty()
+            && self.stats.packets_sent > 0
+        {
+            // A persistent connection sends again after an idle period: the controller decides
+            // whether its window survived (Linux tcp_cwnd_restart after an RTO of silence, and
+            // CA_EVENT_TX_START). Only message-mode senders go idle this way; a bulk sender's
+            // empty flight after an RTO is a loss, not idleness.
+            let idle_for = now.saturating_sub(self.last_send_time);
+            let mss = self.cfg.mss;
+            self.cc.on_idle_restart(now, idle_for, &mut CcContext { mss, rng: &mut self.rng });
+            if !self.cc.can_send(0, mss) {
+                return None;
+            }
+        }
         if self.in_flight == 0 {
             // Reference §0.4: restart the sampler's clocks after idle.
             self.first_send_time = now;
@@ -312,6 +354,15 @@ impl Sender {
         if let Some(payload) = ack.feedback.get() {
             // Receiver feedback first: it may come on an ACK that acknowledges nothing new.
             self.deliver_feedback(now, cclab_cc::Feedback { payload, largest_received: ack.largest });
+        }
+        // A message is complete when the in-order (cumulative) acknowledgement covers its last
+        // byte: SACKed bytes above a hole do not count, as a TCP application sees them.
+        while let Some(&(end, tag)) = self.messages.front() {
+            if end > ack.stream_cum {
+                break;
+            }
+            self.messages.pop_front();
+            self.completed.push(tag);
         }
         let prior_in_flight = self.in_flight;
         let prior_largest = self.largest_acked;

@@ -18,7 +18,10 @@ from cclab.reproduce_scale import reproduce_scale
 ALL_REPRODUCTIONS = (*REPRODUCTIONS, "scale")
 
 NAME = "reproduce"
-HELP = "run a published experiment (copa-fairness, copa-rtt-fairness, scale) and compare"
+HELP = (
+    "run a published experiment (copa-fairness, copa-rtt-fairness, bundler, scale) and compare "
+    "with the paper"
+)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -48,7 +51,22 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="experiment directory to create (new or empty) for the runs, tables and plots "
         "(default: a new directory under $CCLAB_RUNS or ./cclab-runs)",
     )
-    parser.add_argument("--schemes", metavar="A,B", help="only these schemes (comma-separated)")
+    parser.add_argument(
+        "--schemes",
+        metavar="A,B",
+        help="only these schemes (bundler: configurations) (comma-separated)",
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="bundler: 20,000 requests and one seed per configuration (under two minutes)",
+    )
+    parser.add_argument(
+        "--engine",
+        choices=["sim", "emu"],
+        default=None,
+        help="bundler: the engine (default sim; the emulator has no request workloads yet)",
+    )
     add_jobs_argument(parser, "default: one per core")
 
 
@@ -74,6 +92,16 @@ HEADERS = {
     "paper_text": "paper says",
     "model": "model",
     "error_median": "median err",
+    "configuration": "configuration",
+    "inbox": "inbox",
+    "bottleneck": "bottleneck",
+    "slowdown_median": "median slowdown",
+    "paper_median": "paper",
+    "slowdown_p99": "p99 slowdown",
+    "paper_p99": "paper p99",
+    "fct_median_ms": "median FCT ms",
+    "small_slowdown_median": "<10KB median",
+    "completed_pct": "completed %",
 }
 
 
@@ -87,7 +115,15 @@ def print_reproduction(rep: Reproduction, console: Console) -> None:
     columns = [c for c in rep.table.columns if c in HEADERS]
     table = Table(title=rep.name, title_justify="left")
     for col in columns:
-        left = col in ("scheme", "finding", "setting", "paper_text")
+        left = col in (
+            "scheme",
+            "finding",
+            "setting",
+            "paper_text",
+            "configuration",
+            "inbox",
+            "bottleneck",
+        )
         table.add_column(HEADERS[col], justify="left" if left else "right", no_wrap=True)
     for _, row in rep.table.iterrows():
         table.add_row(*(_cell(row[c]) for c in columns))
@@ -119,6 +155,11 @@ def execute(args: argparse.Namespace) -> int:
         kwargs["seeds"] = args.seeds
     if args.schemes:
         kwargs["schemes"] = [s.strip() for s in args.schemes.split(",") if s.strip()]
+    if args.name == "bundler":
+        kwargs["quick"] = args.quick
+        kwargs["engine"] = args.engine or "sim"
+    elif args.quick or args.engine:
+        raise CommandError("--quick and --engine apply to `cclab reproduce bundler` only")
     stderr = make_console(stderr=True)
     stderr.print(f"reproducing {args.name} ...", highlight=False)
 
@@ -126,6 +167,10 @@ def execute(args: argparse.Namespace) -> int:
         if "error" in r:
             stderr.print(
                 f"  {r['label']} seed {r['seed']}: [red]failed[/]: {r['error']}", highlight=False
+            )
+        elif args.name == "bundler":
+            stderr.print(
+                f"  {r['label']} seed {r['seed']}: done in {r['wall_secs']:.1f} s", highlight=False
             )
         else:
             stderr.print(

@@ -392,11 +392,117 @@ def run_figure(run: RunData) -> ReportFigure:
     return ReportFigure(f"run-{run.name}", f"{run.name}: time series", definition, fig)
 
 
+#: The request-size buckets, in the core's order (its `requests.bucket` codes).
+FCT_BUCKETS = ("small", "medium", "large")
+FCT_BUCKET_TITLES = {"small": "< 10 KB", "medium": "10 KB - 1 MB", "large": "> 1 MB"}
+
+
+def _completed_requests(study: Study, scheme: str) -> pd.DataFrame:
+    frames = [r.requests for r in study.runs_of(scheme) if r.requests is not None]
+    if not frames:
+        return pd.DataFrame(columns=["bucket", "fct_ms", "slowdown", "completed"])
+    pooled = pd.concat(frames, ignore_index=True)
+    return pooled[pooled["completed"].astype(bool)]
+
+
+def fct_cdfs(study: Study) -> ReportFigure:
+    """CDFs of FCT (top row) and slowdown (bottom row) per size bucket, one line per scheme."""
+    colour = scheme_colour(study)
+    fig, axes = plt.subplots(
+        2, 3, figsize=(WIDTH_IN + 1.5, 6.0), layout="constrained", squeeze=False
+    )
+    for scheme in study.schemes:
+        done = _completed_requests(study, scheme)
+        for col, bucket in enumerate(FCT_BUCKETS):
+            mine = done[done["bucket"].astype(str) == bucket]
+            for row, key in enumerate(("fct_ms", "slowdown")):
+                ax = axes[row][col]
+                values = np.sort(mine[key].to_numpy(dtype=float))
+                if len(values) == 0:
+                    continue
+                cdf = np.arange(1, len(values) + 1) / len(values)
+                median = float(np.median(values))
+                ax.step(
+                    values,
+                    cdf,
+                    where="post",
+                    color=colour(scheme),
+                    lw=1.3,
+                    label=f"{scheme} (median {median:.3g}, n={len(values)})",
+                )
+    for col, bucket in enumerate(FCT_BUCKETS):
+        for row, label in enumerate(("FCT (ms)", "slowdown")):
+            ax = axes[row][col]
+            ax.set_ylim(0, 1.02)
+            ax.grid(True, alpha=0.3)
+            ax.set_xlabel(label)
+            if ax.lines:
+                _log_axis(ax, "x", np.concatenate([line.get_xdata() for line in ax.lines]))
+                ax.legend(fontsize=7, loc="lower right")
+            else:
+                ax.text(0.5, 0.5, "no request", ha="center", transform=ax.transAxes)
+        axes[0][col].set_title(FCT_BUCKET_TITLES[bucket], fontsize="medium")
+    axes[0][0].set_ylabel("fraction of requests ≤ x")
+    axes[1][0].set_ylabel("fraction of requests ≤ x")
+    definition = (
+        "Empirical CDFs over the completed requests of every run of a scheme, pooled, by "
+        "response size (small < 10 KB, medium 10 KB-1 MB, large > 1 MB). FCT runs from the "
+        "request's arrival at the sending application to the acknowledgement of its last byte; "
+        "slowdown = FCT / (size / link rate + base RTT), Bundler's definition, so 1 is an "
+        "uncontended request. Requests still open when the run ended are left out (the "
+        "`requests` table keeps them)."
+    )
+    return ReportFigure(
+        "fct-cdf", "Flow-completion time and slowdown by request size", definition, fig
+    )
+
+
+def middlebox_over_time(study: Study) -> ReportFigure:
+    """The inbox's rate (left axis) and queue (right axis) over time, a panel per scheme."""
+    fig, panels = _panels(study)
+    for scheme, run, ax in panels:
+        mb = run.middlebox
+        if mb is None or mb.empty:
+            ax.text(0.5, 0.5, "no middlebox", ha="center", transform=ax.transAxes)
+            _panel_title(ax, scheme, run)
+            continue
+        t = mb["t_s"].to_numpy()
+        ax.plot(t, mb["rate_mbps"], color=COLOURS[0], lw=1.0, label="inbox rate")
+        ax.plot(
+            t, mb["receive_mbps"], color=COLOURS[2], lw=0.8, alpha=0.7, label="received at outbox"
+        )
+        ax.set_ylabel("Mbit/s")
+        ax.set_ylim(bottom=0)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8, loc="upper left")
+        ax2 = ax.twinx()
+        ax2.plot(t, mb["queue_bytes"] / 1e3, color="tab:orange", lw=0.8, alpha=0.8)
+        ax2.set_ylabel("inbox queue (KB)", color="tab:orange", fontsize=8)
+        ax2.set_ylim(bottom=0)
+        _panel_title(ax, scheme, run)
+    if panels:
+        panels[-1][2].set_xlabel("time (s)")
+    definition = (
+        "Bundler's inbox every control interval (10 ms unless the scenario says otherwise): the "
+        "token-bucket rate its aggregate controller set (blue), the bundle's receive rate the "
+        "outbox reported (green), and the bytes waiting in the inbox's queue (orange, right axis). "
+        "One panel per scheme, its first run."
+    )
+    return ReportFigure(
+        "middlebox-time", "The middlebox's rate and queue over time", definition, fig
+    )
+
+
 def all_figures(study: Study) -> list[ReportFigure]:
-    return [
+    figures = [
         throughput_delay(study),
         throughput_over_time(study),
         delay_over_time(study),
         jain_over_time(study),
         jain_cdf(study),
     ]
+    if any(r.requests is not None and len(r.requests) for r in study.runs):
+        figures.append(fct_cdfs(study))
+    if any(r.middlebox is not None and len(r.middlebox) for r in study.runs):
+        figures.append(middlebox_over_time(study))
+    return figures

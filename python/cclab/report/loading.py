@@ -38,6 +38,11 @@ class RunData:
     jain: pd.DataFrame
     flows: pd.DataFrame
     capacity: pd.DataFrame | None
+    #: Request workloads' per-request rows and per-bucket FCT table; the middlebox's samples
+    #: (None when the run had none).
+    requests: pd.DataFrame | None = None
+    fct: pd.DataFrame | None = None
+    middlebox: pd.DataFrame | None = None
 
     @property
     def name(self) -> str:
@@ -94,7 +99,14 @@ def load_run(path: Path, scheme: str | None = None, repetition: int | None = Non
         for stem in ("summary", "timeseries", "jain", "flows")
     }
     capacity_path = path / CAPACITY_FILE
+    optional = {
+        stem: pd.read_parquet(path / f"{stem}.parquet")
+        if (path / f"{stem}.parquet").exists()
+        else None
+        for stem in ("requests", "fct", "middlebox")
+    }
     return RunData(
+        **optional,
         path=path,
         scheme=scheme or _schemes_of(frames["flows"]),
         repetition=repetition,

@@ -181,7 +181,8 @@ fn values_match_their_declarations() {
         dequeued: 0,
         retransmission: false,
     });
-    let values = [summary(&m, &[]), super::metrics(&m), timeseries(&m), jain(&m), packets(log)];
+    let values =
+        [summary(&m, &[]), super::metrics(&m), timeseries(&m), jain(&m), packets(log), requests(&[]), fct(&[])];
     for (table, values) in tables().iter().zip(values) {
         let declared: Vec<_> = table.columns.iter().map(|c| (c.name, c.dtype)).collect();
         let got: Vec<_> = values.0.iter().map(|v| (v.name, v.data.dtype())).collect();

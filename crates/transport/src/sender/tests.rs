@@ -25,6 +25,9 @@ enum Heard {
     Rto(Time),
     RecoveryExit(Time),
     Lost(Vec<(u64, LossCause)>),
+    Idle {
+        idle_for: Time,
+    },
 }
 
 /// The recording controller's settings and log, shared with the test (the sender owns the box).
@@ -62,6 +65,9 @@ impl CongestionControl for Recorder {
     }
     fn on_recovery_exit(&mut self, now: Time, _ctx: &mut CcContext) {
         self.0.lock().unwrap().heard.push(Heard::RecoveryExit(now));
+    }
+    fn on_idle_restart(&mut self, _now: Time, idle_for: Time, _ctx: &mut CcContext) {
+        self.0.lock().unwrap().heard.push(Heard::Idle { idle_for });
     }
     fn on_packets_lost(&mut self, _now: Time, lost: &[LostPacket], _ctx: &mut CcContext) {
         self.0.lock().unwrap().heard.push(Heard::Lost(lost.iter().map(|p| (p.id, p.cause)).collect()));
@@ -566,4 +572,58 @@ fn rate_samples_of_app_limited_data_say_so() {
         })
         .collect();
     assert_eq!(flags, vec![false, false, true, false]);
+}
+
+/// Messages on a persistent connection: each completes when the cumulative ACK covers its last
+/// byte, in order, and a message waiting behind a hole completes only once the hole is filled.
+#[test]
+fn messages_complete_when_their_last_byte_is_acknowledged_in_order() {
+    let mut h = Harness::new(100);
+    h.s.set_app_limit(0);
+    assert!(h.s.poll_transmit(0).is_none(), "nothing written yet");
+    let mut rx = crate::Receiver::new(crate::ReceiverConfig::default());
+    // 2000 B (two packets: 1448 + 552), sent, then 100 B (one packet). Messages written
+    // together share packets, as on a TCP stream.
+    h.s.write_message(2000, 7);
+    let mut pkts: Vec<_> = std::iter::from_fn(|| h.s.poll_transmit(0)).collect();
+    h.s.write_message(100, 8);
+    pkts.extend(std::iter::from_fn(|| h.s.poll_transmit(0)));
+    assert_eq!(pkts.iter().map(|p| p.len).collect::<Vec<_>>(), [1448, 552, 100]);
+    let mut done = Vec::new();
+    // The first packet arrives; the second is lost for now; the third arrives.
+    let a = rx.on_data(10, &pkts[0]).expect("an ACK per packet");
+    h.s.on_ack(20, &a);
+    let a = rx.on_data(11, &pkts[2]).expect("an ACK per packet");
+    h.s.on_ack(21, &a);
+    h.s.take_completed(&mut done);
+    assert!(done.is_empty(), "the hole holds both messages back");
+    assert_eq!(h.s.pending_messages(), 2);
+    let a = rx.on_data(12, &pkts[1]).expect("an ACK per packet");
+    h.s.on_ack(22, &a);
+    h.s.take_completed(&mut done);
+    assert_eq!(done, [7, 8]);
+    assert_eq!(h.s.pending_messages(), 0);
+    assert!(h.s.poll_transmit(30).is_none(), "all written data sent");
+    h.s.write_message(1, 9);
+    assert_eq!(h.s.poll_transmit(30).map(|p| (p.offset, p.len)), Some((2100, 1)));
+}
+
+/// A persistent connection that falls silent tells its controller how long it was idle when it
+/// sends again (Linux's tcp_cwnd_restart / CA_EVENT_TX_START), measured from its last send.
+#[test]
+fn a_message_after_idle_reports_the_idle_time_to_the_controller() {
+    let mut h = Harness::new(100);
+    h.s.set_app_limit(0);
+    let mut rx = crate::Receiver::new(crate::ReceiverConfig::default());
+    h.s.write_message(1000, 1);
+    let p = h.s.poll_transmit(0).expect("one packet");
+    let a = rx.on_data(10 * MS, &p).expect("an ACK");
+    h.s.on_ack(20 * MS, &a);
+    h.s.write_message(1000, 2);
+    let _ = h.s.poll_transmit(900 * MS).expect("one packet");
+    assert!(
+        h.heard().iter().any(|e| matches!(e, Heard::Idle { idle_for } if *idle_for == 900 * MS)),
+        "{:?}",
+        h.heard()
+    );
 }
