@@ -7,6 +7,8 @@
 //! through the same [`ScenarioError`] type.
 
 use crate::units::{Bytes, Dur, QueueSize, Rate};
+
+pub mod resources;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -18,6 +20,12 @@ pub const MSS: u64 = 1448;
 pub const PACKET_BYTES: u64 = 1500;
 /// Wire size of a pure ACK (IP + TCP with timestamp and SACK options).
 pub const ACK_BYTES: u64 = 52;
+/// The longest scenario `name`: run directories are `<time>-<name>-s<seed>` and their staging
+/// siblings add about 60 bytes more, within the 255 bytes a file name may hold.
+pub const MAX_NAME_BYTES: usize = 120;
+/// The fastest link a scenario may have: 1.6 Tbit/s, IEEE 802.3dj's Ethernet. Anything faster
+/// is a typo (a unit off by 1000), and would be simulated a packet every 7.5 ps.
+pub const MAX_LINK_RATE: Rate = Rate(1_600_000_000_000);
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -552,7 +560,7 @@ impl Scenario {
     /// As [`Scenario::load`], with `overrides` (e.g. `seed`, `link.rate`) merged in first.
     pub fn load_with(path: &Path, overrides: &toml::Table) -> Result<Scenario, ScenarioErrors> {
         let file = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| {
+        let text = crate::input::read_text(path, crate::input::MAX_SCENARIO_BYTES).map_err(|e| {
             ScenarioErrors(vec![ScenarioError {
                 file: file.clone(),
                 field: String::new(),
@@ -608,7 +616,25 @@ impl Scenario {
     /// Relations between fields that the types alone cannot express.
     pub fn check(&self, src: &Source) -> Result<(), ScenarioErrors> {
         let mut errs = Vec::new();
+        if self.name.len() > MAX_NAME_BYTES {
+            errs.push(src.error(
+                "name",
+                format!(
+                    "{} bytes long; at most {MAX_NAME_BYTES} (run directories are named after it, and a \
+                     file name holds 255 bytes)",
+                    self.name.len()
+                ),
+            ));
+        }
         let l = &self.link;
+        if let Some(rate) = l.rate {
+            if rate > MAX_LINK_RATE {
+                errs.push(src.error(
+                    "link.rate",
+                    format!("{rate} is faster than any link ({MAX_LINK_RATE}, the fastest Ethernet standard)"),
+                ));
+            }
+        }
         match (&l.rate, &l.trace) {
             (None, None) => errs.push(
                 src.error("link", "give the bottleneck a `rate` (e.g. \"12Mbps\") or a `trace` file (mahimahi format)"),
@@ -639,7 +665,8 @@ impl Scenario {
             if f.count == 0 {
                 errs.push(src.error(&at("count"), "must be at least 1"));
             }
-            let last_start = f.start.0 + f.every.0 * (f.count.max(1) as u64 - 1);
+            // Saturating: a huge `every` × `count` is an error below, not a wrapped time.
+            let last_start = f.start.0.saturating_add(f.every.0.saturating_mul(f.count.max(1) as u64 - 1));
             if last_start >= self.duration.0 {
                 errs.push(src.error(
                     &at("start"),
@@ -663,7 +690,7 @@ impl Scenario {
                 if f.every.0 == 0 {
                     errs.push(src.error(&at("every"), "`leave = \"lifo\"` needs a gap `every` (e.g. \"1s\")"));
                 }
-                let last_leave = f.start.0 + f.every.0 * (2 * f.count as u64 - 1);
+                let last_leave = f.start.0.saturating_add(f.every.0.saturating_mul(2 * f.count as u64 - 1));
                 if last_leave > self.duration.0 {
                     errs.push(src.error(
                         &at("leave"),

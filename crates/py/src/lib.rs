@@ -62,6 +62,12 @@ fn run<'py>(
     progress: Option<Py<PyAny>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let scenario = load(source, is_path, overrides_json).map_err(|e| errors::scenario_error(py, &e))?;
+    if log_packets {
+        // `load` checked the resources of a run without the packet log; this one keeps it.
+        let file = if is_path { source } else { INLINE_FILE };
+        cclab_sim::check_inputs(&scenario, &cclab_core::scenario::Source { file, text: "" }, true)
+            .map_err(|e| errors::scenario_error(py, &e))?;
+    }
     let opts = RunOptions { log_packets };
     let duration_ns = scenario.duration.ns();
     let (outcome, stopped_by) =
