@@ -16,6 +16,7 @@ It computes no metric and declares no result column, unit or code of its own: th
 `cclab._core` (the Rust core), which it must not bypass by reading packets itself.
 """
 
+import cclab._startup  # noqa: F401 (first: a quiet Ctrl-C while the `cclab` command starts)
 from cclab._core import __version__
 from cclab.analysis import analyze_packets
 from cclab.api import run, validate

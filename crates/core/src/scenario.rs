@@ -367,6 +367,41 @@ fn explain_unknown_variant(msg: &str) -> Option<String> {
     Some(out)
 }
 
+/// The accepted values of an enum, as serde lists them for an unknown one ("`a`, `b`").
+fn enum_values<T: serde::de::DeserializeOwned>() -> String {
+    let probe = serde_json::from_str::<T>("\"\"").err().map(|e| e.to_string()).unwrap_or_default();
+    // serde writes "expected `a` or `b`" for two values and "expected one of `a`, `b`, `c`" for more.
+    let values = probe.split_once("expected ").map_or("", |(_, v)| v.split(" at line").next().unwrap_or(v));
+    values.trim_start_matches("one of ").replace(" or ", ", ")
+}
+
+/// Rewrites serde's "invalid type: X, expected Y" for the enum fields (whose Y, "string only",
+/// says nothing of what is accepted) and for unsigned integers (whose Y is a Rust type).
+fn explain_invalid_type(field: &str, msg: &str) -> Option<String> {
+    let last = field.rsplit('.').next().unwrap_or(field);
+    let values = match last {
+        "delivery" => enum_values::<Delivery>(),
+        "aqm" => enum_values::<Aqm>(),
+        "leave" => enum_values::<Leave>(),
+        "traffic" => enum_values::<Traffic>(),
+        "pacing" => enum_values::<Pacing>(),
+        _ => String::new(),
+    };
+    if !values.is_empty() && msg.starts_with("invalid type") {
+        return Some(format!("must be a string, one of {values}"));
+    }
+    if msg.starts_with("invalid type") && msg.contains("unit variant") {
+        // What serde says of a non-string where an enum goes, which names no value.
+        return Some("must be a string naming one of its values".to_string());
+    }
+    if msg.ends_with("expected u64") || msg.ends_with("expected u32") {
+        let max = if msg.ends_with("u64") { u64::MAX.to_string() } else { u32::MAX.to_string() };
+        let found = msg.split(", expected").next().unwrap_or(msg).trim_start_matches("invalid value: ");
+        return Some(format!("must be a whole number from 0 to {max}; found {found}"));
+    }
+    None
+}
+
 /// What errors name as the file when the offending value came from an override (`--set KEY=VALUE`
 /// on the command line, keyword arguments in Python) rather than from the scenario's text.
 pub const OVERRIDES_FILE: &str = "<overrides>";
@@ -606,6 +641,7 @@ impl Scenario {
             let raw = e.inner().message().to_string();
             let message = explain_unknown_field(&raw)
                 .or_else(|| explain_unknown_variant(&raw))
+                .or_else(|| explain_invalid_type(&field, &raw))
                 .unwrap_or_else(|| missing_field_hint(&raw).unwrap_or(raw));
             ScenarioErrors(vec![src.error(&field, message)])
         })?;
@@ -763,6 +799,34 @@ fn missing_field_hint(msg: &str) -> Option<String> {
         _ => return Some(format!("missing required key `{word}`")),
     };
     Some(format!("missing required key `{word}`: {hint}"))
+}
+
+#[cfg(test)]
+mod message_tests {
+    use super::*;
+
+    #[test]
+    fn a_non_string_enum_names_its_values() {
+        let text = "[link]\nrate = \"12Mbps\"\ndelivery = 1\n[[flows]]\nscheme = \"cubic\"\n";
+        let e = Scenario::parse(text, "t.toml").unwrap_err().to_string();
+        assert_eq!(e, "t.toml:3: field `link.delivery`: must be a string, one of `constant`, `poisson`");
+        let text = "seed = -1\n[link]\nrate = \"12Mbps\"\n[[flows]]\nscheme = \"cubic\"\n";
+        let e = Scenario::parse(text, "t.toml").unwrap_err().to_string();
+        assert!(e.contains("field `seed`: must be a whole number from 0 to 18446744073709551615"), "{e}");
+    }
+
+    #[test]
+    fn names_and_sums_past_their_bounds_are_errors() {
+        let long = "n".repeat(400);
+        let text = format!("name = \"{long}\"\n[link]\nrate = \"12Mbps\"\n[[flows]]\nscheme = \"cubic\"\n");
+        let e = Scenario::parse(&text, "t.toml").unwrap_err().to_string();
+        assert!(e.starts_with("t.toml:1: field `name`: 400 bytes long; at most 120"), "{e}");
+        let text =
+            "[link]\nrate = \"1000Tbps\"\n[[flows]]\nscheme = \"cubic\"\ncount = 4294967295\nevery = \"5000000h\"\n";
+        let e = Scenario::parse(text, "t.toml").unwrap_err().to_string();
+        assert!(e.contains("field `link.rate`: 1000000Gbps is faster than any link"), "{e}");
+        assert!(e.contains("field `flows[0].start`"), "{e}");
+    }
 }
 
 #[cfg(test)]

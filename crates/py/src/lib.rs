@@ -82,6 +82,10 @@ fn run<'py>(
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    // Reach numpy's C API now, at import: done lazily at a run's first array, a Ctrl-C pending
+    // at that moment fails numpy's import inside the binding and panics ("Failed to access
+    // NumPy array API capsule") instead of raising KeyboardInterrupt.
+    numpy::PyArray1::<u8>::zeros(m.py(), 0, false);
     m.add_function(wrap_pyfunction!(validate, m)?)?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
     emu::register(m)?;
@@ -91,5 +95,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     // What a scenario error names as its file when an override caused it.
     m.add("OVERRIDES_FILE", OVERRIDES_FILE)?;
+    // The environment variable that caps a run's memory (the CLI's --max-memory sets it).
+    m.add("MAX_MEMORY_ENV", cclab_core::scenario::resources::MAX_MEMORY_ENV)?;
     Ok(())
 }
