@@ -60,6 +60,20 @@ def descendants(pid: int) -> set[int]:
     return found
 
 
+def pool_workers(pid: int) -> set[int]:
+    """The pool workers below `pid` (not multiprocessing's resource tracker, which lives as
+    long as the process that started it)."""
+    found = set()
+    for child in descendants(pid):
+        try:
+            cmdline = Path(f"/proc/{child}/cmdline").read_bytes().decode(errors="replace")
+        except OSError:
+            continue
+        if "spawn_main" in cmdline:
+            found.add(child)
+    return found
+
+
 def alive(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
@@ -183,11 +197,13 @@ def test_a_pool_killed_mid_task_from_python_leaves_nothing(tmp_path):
         run_batch(plan, tmp_path / "e", executor=LocalPoolExecutor(2), execute=sleep_long)
     timer.cancel()
     assert time.monotonic() - t0 < 15
-    assert wait_gone(descendants(me), 5) == set()
+    assert wait_gone(pool_workers(me), 5) == set()
     assert not (tmp_path / "e").exists()
 
 
-@pytest.mark.parametrize("moment", [0.05, 0.2, 0.4, 0.7, 1.0, 1.5])
+# From 0.3 s: a SIGINT in the first tens of ms lands in CPython's own start-up (before any
+# cclab code), which ends with "Fatal Python error: init_sys_streams" whatever cclab does.
+@pytest.mark.parametrize("moment", [0.3, 0.5, 0.8, 1.2, 1.8])
 def test_ctrl_c_while_the_command_starts_exits_130_quietly(tmp_path, moment):
     scenario = tmp_path / "s.toml"
     scenario.write_text(SLOW_SCENARIO)
