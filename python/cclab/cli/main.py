@@ -11,6 +11,7 @@ import argparse
 import importlib
 import os
 import sys
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
@@ -97,6 +98,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.environ[MAX_MEMORY_ENV] = args.max_memory
     # Started: from here Ctrl-C is a KeyboardInterrupt that the commands clean up after.
     quiet_start_done()
+    # A warning (e.g. an archive index that cannot be written) is one line, as errors are.
+    warnings.formatwarning = lambda message, *_args, **_kwargs: f"warning: {message}\n"
     try:
         code: int = args.execute(args)
         # Written out here, so that a reader gone early is caught below, not at exit.
