@@ -13,6 +13,7 @@ of cases that still show their defect. Defects 3, 4 and 9 are also pytest cases
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -422,30 +423,33 @@ def _tmpfs(tmp: Path, size: str) -> Path | None:
     return mount
 
 
+def _fill(mount: Path) -> None:
+    """Writes until the file system is full (closing the file may fail too)."""
+    with contextlib.suppress(OSError), (mount / "filler").open("wb") as f:
+        while True:
+            f.write(b"\0" * 4096)
+            f.flush()
+
+
 def _umount(mount: Path) -> None:
     subprocess.run(["umount", "-l", str(mount)], capture_output=True)
 
 
 @case(7, "`cclab runs` on a full disk")
 def _runs_full_disk(tmp: Path) -> list[str]:
-    mount = _tmpfs(tmp, "1m")
+    mount = _tmpfs(tmp, "8m")
     if mount is None:
         return []  # not root: cannot mount; the pytest suite skips it too
     try:
         archive = mount / "runs"
-        o = cclab(["run", str(scenario(tmp, duration="1s")), "--out", str(archive / "a")])
-        filler = mount / "filler"
-        with filler.open("wb") as f:
-            try:
-                while True:
-                    f.write(b"\0" * 65536)
-                    f.flush()
-            except OSError:
-                pass
-        o = cclab(["runs"], env={"CCLAB_RUNS": str(archive)})
-        if o.rc == 0:
-            return []  # the index fitted
-        return clean_error(o, "No space left on device", str(archive))
+        env = {"CCLAB_RUNS": str(archive)}
+        cclab(["run", str(scenario(tmp, duration="1s"))], env=env)
+        cclab(["runs"], env=env)  # the index exists ...
+        cclab(["run", str(scenario(tmp, duration="1s")), "--seed", "2"], env=env)  # ... stale
+        _fill(mount)
+        o = cclab(["runs"], env=env)
+        # Listed from the directories, with a warning naming the reason and the directory.
+        return clean_error(o, "No space left on device", str(archive), codes=(0,))
     finally:
         _umount(mount)
 
@@ -456,6 +460,7 @@ def _run_full_disk(tmp: Path) -> list[str]:
     if mount is None:
         return []
     try:
+        _fill(mount)
         o = cclab(["run", str(scenario(tmp, duration="2s")), "--out", str(mount / "r")])
         return clean_error(o, "No space left on device", str(mount))
     finally:
@@ -496,7 +501,7 @@ def _ctrl_c(tmp: Path) -> list[str]:
             stderr=subprocess.PIPE,
             text=True,
         )
-        time.sleep(0.05 + 0.08 * i)
+        time.sleep(0.3 + 0.08 * i)  # after CPython's own start-up (see tests/test_faults.py)
         p.send_signal(signal.SIGINT)
         out, err = p.communicate(timeout=60)
         o = Outcome(p.returncode, out, err)
@@ -504,7 +509,7 @@ def _ctrl_c(tmp: Path) -> list[str]:
         if p.returncode != 130:
             flaws.append(f"exit {p.returncode}")
         if flaws:
-            found.append(f"after {0.05 + 0.08 * i:.2f}s: {', '.join(flaws)} {err.strip()[-200:]!r}")
+            found.append(f"after {0.3 + 0.08 * i:.2f}s: {', '.join(flaws)} {err.strip()[-200:]!r}")
     return found
 
 

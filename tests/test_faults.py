@@ -5,6 +5,7 @@ status, never a traceback or a panic."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import signal
@@ -264,13 +265,11 @@ def read_only(tmp_path) -> Iterator[Path]:
 
 
 def _fill(directory: Path) -> None:
-    with (directory / "filler").open("wb") as f:
-        try:
-            while True:
-                f.write(b"\0" * 65536)
-                f.flush()
-        except OSError:
-            pass
+    """Writes until the file system is full (closing the file may fail too)."""
+    with contextlib.suppress(OSError), (directory / "filler").open("wb") as f:
+        while True:
+            f.write(b"\0" * 65536)
+            f.flush()
 
 
 def _cclab(

@@ -128,8 +128,13 @@ def write_run_dir(result: RunResult, target: Path, *, command: list[str] | None 
     """Writes `result` as the run directory `target`, which must not exist yet."""
     if target.exists():
         raise FileExistsError(f"{target} already exists; choose another output directory")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = make_staging_dir(target)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        staging = make_staging_dir(target)
+    except FileExistsError:
+        raise  # a file where a parent directory goes: the CLI says so
+    except OSError as e:
+        raise write_error(e, target) from None
     try:
         staging.chmod(0o777 & ~_umask())  # mkdtemp makes it private; a run dir is not
         _write_contents(result, staging, command)
