@@ -379,13 +379,25 @@ def _start_worker(
     stderr_path = scratch / f"worker-{n}-{time.monotonic_ns()}.stderr"
     process = context.Process(
         target=_worker_main,
-        args=(execute, child_end, str(stderr_path), os.getpid()),
+        args=(execute, child_end, os.getpid()),
         daemon=True,
         name=f"cclab-worker-{n}",
     )
-    # The worker starts here, while the main script is hidden.
-    with _children_skip_main():
-        process.start()
+    # The worker's standard error is its file from its first instruction: were the parent
+    # killed while it starts, multiprocessing's own start-up would otherwise print its
+    # EOFError traceback into the caller's terminal or pipe.
+    fd = os.open(stderr_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    saved = os.dup(2)
+    try:
+        sys.stderr.flush()
+        os.dup2(fd, 2)
+        # The worker starts here, while the main script is hidden.
+        with _children_skip_main():
+            process.start()
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(fd)
     child_end.close()
     return _Worker(process=process, conn=parent_end, stderr_path=stderr_path)
 
@@ -485,14 +497,11 @@ def _stop(workers: Sequence[_Worker]) -> None:
         worker.conn.close()
 
 
-def _worker_main(execute: ExecuteFn, conn: Connection, stderr_path: str, parent: int) -> None:
-    """A pool worker: dies with its parent, keeps its standard error in `stderr_path` (for a
-    crash's message), then runs the tasks the parent sends until told to stop."""
+def _worker_main(execute: ExecuteFn, conn: Connection, parent: int) -> None:
+    """A pool worker (its standard error is a file the parent reads for a crash's message):
+    dies with its parent, then runs the tasks the parent sends until told to stop."""
     _die_with_parent(parent)
     _ignore_interrupts()
-    fd = os.open(stderr_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    os.dup2(fd, 2)
-    os.close(fd)
     events = _PipeEvents(conn)
     while True:
         try:
