@@ -20,6 +20,7 @@ It computes no metric and declares no result column, unit or code of its own: th
 import os as _os
 from pathlib import Path as _Path
 
+import cclab._startup  # noqa: F401 (first: a quiet Ctrl-C while the `cclab` command starts)
 from cclab._core import TRACE_DIR_ENV as _TRACE_DIR_ENV
 from cclab._core import __version__
 from cclab.analysis import analyze_packets

@@ -145,16 +145,36 @@ def write_run_dir(result: RunResult, target: Path, *, command: list[str] | None 
     """Writes `result` as the run directory `target`, which must not exist yet."""
     if target.exists():
         raise FileExistsError(f"{target} already exists; choose another output directory")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = make_staging_dir(target)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        staging = make_staging_dir(target)
+    except FileExistsError:
+        raise  # a file where a parent directory goes: the CLI says so
+    except OSError as e:
+        raise write_error(e, target) from None
     try:
         staging.chmod(0o777 & ~_umask())  # mkdtemp makes it private; a run dir is not
         _write_contents(result, staging, command)
         staging.rename(target)
+    except OSError as e:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise write_error(e, target) from None
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return target
+
+
+def write_error(error: OSError, target: Path) -> OSError:
+    """An error writing `target` that names it and the system's reason, whoever raised it
+    (pyarrow's write errors carry neither a file name nor, always, an errno)."""
+    text = str(error)
+    number = error.errno
+    if number is None:
+        found = re.search(r"errno (\d+)", text, re.IGNORECASE)
+        number = int(found.group(1)) if found else None
+    reason = os.strerror(number) if number else (error.strerror or text)
+    return OSError(number, f"{reason} (writing {target})", str(target.parent))
 
 
 #: What names a hidden staging directory, and the host and process id of its writer.

@@ -38,6 +38,7 @@ Tables (`cclab runs --sql` sees them all):
 from __future__ import annotations
 
 import tomllib
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -526,7 +527,10 @@ def _transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
     try:
         yield
     except BaseException:
-        con.execute("ROLLBACK")
+        # A transaction that failed to write (a full disk) cannot be rolled back either; the
+        # first error is the one that says why.
+        with suppress(duckdb.Error):
+            con.execute("ROLLBACK")
         raise
     con.execute("COMMIT")
 
@@ -584,6 +588,23 @@ def _open(path: Path, *, read_only: bool) -> duckdb.DuckDBPyConnection | None:
     return None
 
 
+class IndexWarning(UserWarning):
+    """The archive's index file could not be updated; results come from the directories."""
+
+
+def _write_failure(path: Path, error: duckdb.Error) -> str:
+    text = str(error)
+    for reason in ("No space left on device", "Read-only file system", "Permission denied"):
+        if reason in text:
+            break
+    else:
+        reason = text.strip().splitlines()[0] if text.strip() else type(error).__name__
+    return (
+        f"cannot update the archive index {path}: {reason}; "
+        f"listing from the run directories in {path.parent} instead"
+    )
+
+
 def _remove(path: Path) -> None:
     with suppress(OSError):
         path.unlink(missing_ok=True)
@@ -621,8 +642,16 @@ def connect(root: str | Path | None = None, *, rebuild: bool = False) -> duckdb.
         if writer is not None:
             try:
                 _sync(writer, found)
-            finally:
+            except duckdb.Error as e:
+                # The index is a cache of the directories: when it cannot be written (a full
+                # disk, a read-only archive), the query is answered from them, in memory.
                 writer.close()
+                writer = None
+                _remove(path)
+                warnings.warn(IndexWarning(_write_failure(path, e)), stacklevel=3)
+            finally:
+                if writer is not None:
+                    writer.close()
             con = _open(path, read_only=True)
             if con is not None:
                 return con

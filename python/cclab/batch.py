@@ -17,19 +17,23 @@ import the CLI, the report or the builders (experiment, reproduce, compare impor
 from __future__ import annotations
 
 import concurrent.futures as cf
+import ctypes
 import multiprocessing
+import multiprocessing.context
+import multiprocessing.process
 import os
-import queue
 import random
 import signal
 import sys
+import tempfile
+import threading
 import time
 import tomllib
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import datetime
-from multiprocessing.managers import SyncManager
+from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -325,25 +329,43 @@ class ThreadExecutor:
         return outcomes
 
 
-def _drain(events: Any, by_order: Mapping[int, BatchRun], observer: Observer) -> None:
-    while True:
-        try:
-            kind, order, sim_ns, duration_ns = events.get_nowait()
-        except queue.Empty:
-            return
-        planned = by_order[order]
-        if kind == "started":
-            observer.started(planned)
-        else:
-            observer.progress(planned, sim_ns, duration_ns)
+class _PipeEvents:
+    """A pool worker's event sink: events go to the parent over the worker's pipe."""
+
+    def __init__(self, conn: Connection) -> None:
+        self._conn = conn
+
+    def put(self, event: tuple[str, int, int, int]) -> None:
+        self._conn.send(event)
+
+
+#: How much of a crashed worker's standard error its failure keeps.
+STDERR_TAIL_CHARS = 2000
+
+
+@dataclass
+class _Worker:
+    """The parent's view of one pool worker: its process, its pipe, its standard error file,
+    and the task it runs (with where its standard error stood when the task began)."""
+
+    process: multiprocessing.process.BaseProcess
+    conn: Connection
+    stderr_path: Path
+    task: Task | None = None
+    stderr_offset: int = 0
+    started_at: float = 0.0
 
 
 class LocalPoolExecutor:
-    """`workers` fresh worker processes on this machine. Tasks are submitted in plan order and
-    a pool takes work first in, first out, so the plan's order is the order runs start.
+    """`workers` fresh worker processes on this machine. Tasks go out in plan order, each to the
+    next idle worker, so the plan's order is the order runs start.
 
-    Ctrl-C reaches the parent only (the workers ignore SIGINT), which then kills the workers at
-    once rather than letting each finish or fail its task one by one."""
+    Robust by construction: the parent knows which task each worker runs, so a worker that
+    dies (a crash, an out-of-memory kill) fails that run alone, with its exit signal and the
+    tail of its standard error, and a fresh worker takes the remaining tasks. Workers die with
+    the parent (a parent-death signal on Linux, a watchdog thread everywhere), so a SIGKILL of
+    the parent leaves none behind. Ctrl-C reaches the parent only (the workers ignore SIGINT),
+    and it or a SIGTERM kills the workers at once rather than letting each finish its task."""
 
     def __init__(self, workers: int) -> None:
         self.workers = workers
@@ -353,54 +375,235 @@ class LocalPoolExecutor:
     ) -> list[RunOutcome]:
         context = multiprocessing.get_context("spawn")  # no fork of a process that has threads
         by_order = {t.planned.order: t.planned for t in tasks}
+        todo = list(reversed(tasks))  # popped from the end: plan order
         outcomes: list[RunOutcome] = []
-        manager = SyncManager(ctx=context)
-        with _children_skip_main():
-            manager.start(_ignore_interrupts)
-        with manager:
-            events = manager.Queue()
-            with cf.ProcessPoolExecutor(
-                max_workers=self.workers, mp_context=context, initializer=_ignore_interrupts
-            ) as pool:
-                # Workers start on submit: all of them here, while the main script is hidden.
-                with _children_skip_main():
-                    futures = {pool.submit(execute, task, events): task for task in tasks}
-                submitted_at = time.perf_counter()
-                pending = set(futures)
-                try:
-                    while pending:
-                        done, pending = cf.wait(
-                            pending, timeout=0.1, return_when=cf.FIRST_COMPLETED
-                        )
-                        _drain(events, by_order, observer)
-                        for future in done:
-                            planned = futures[future].planned
-                            try:
-                                outcome = future.result()
-                            except Exception as e:
-                                outcome = _failed(planned, e, time.perf_counter() - submitted_at)
-                            observer.finished(outcome)
-                            outcomes.append(outcome)
-                except BaseException:
-                    _stop_workers(pool)
-                    raise
+        workers: list[_Worker] = []
+        with tempfile.TemporaryDirectory(prefix="cclab-pool-") as scratch, _sigterm_raises():
+            try:
+                while todo or any(w.task is not None for w in workers):
+                    # Keep `workers` processes while there is work nobody has taken.
+                    idle = [w for w in workers if w.task is None]
+                    while len(workers) < self.workers and len(idle) < len(todo):
+                        worker = _start_worker(context, execute, Path(scratch), len(workers))
+                        workers.append(worker)
+                        idle.append(worker)
+                    for worker in idle:
+                        if not todo:
+                            break
+                        _assign(worker, todo.pop())
+                    ready = wait([w.conn for w in workers] + [w.process.sentinel for w in workers])
+                    for worker in list(workers):
+                        if worker.conn in ready or worker.process.sentinel in ready:
+                            outcome = _serve(worker, by_order, observer)
+                            if outcome is not None:
+                                observer.finished(outcome)
+                                outcomes.append(outcome)
+                            if not worker.process.is_alive() and worker.task is None:
+                                worker.process.join()
+                                workers.remove(worker)
+            except BaseException:
+                _kill(workers)
+                raise
+            _stop(workers)
         return outcomes
 
 
+def _start_worker(
+    context: multiprocessing.context.BaseContext, execute: ExecuteFn, scratch: Path, n: int
+) -> _Worker:
+    parent_end, child_end = context.Pipe(duplex=True)
+    stderr_path = scratch / f"worker-{n}-{time.monotonic_ns()}.stderr"
+    process = context.Process(
+        target=_worker_main,
+        args=(execute, child_end, os.getpid()),
+        daemon=True,
+        name=f"cclab-worker-{n}",
+    )
+    # The worker's standard error is its file from its first instruction: were the parent
+    # killed while it starts, multiprocessing's own start-up would otherwise print its
+    # EOFError traceback into the caller's terminal or pipe.
+    fd = os.open(stderr_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    saved = os.dup(2)
+    try:
+        sys.stderr.flush()
+        os.dup2(fd, 2)
+        # The worker starts here, while the main script is hidden.
+        with _children_skip_main():
+            process.start()
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(fd)
+    child_end.close()
+    return _Worker(process=process, conn=parent_end, stderr_path=stderr_path)
+
+
+def _assign(worker: _Worker, task: Task) -> None:
+    worker.task = task
+    worker.started_at = time.perf_counter()
+    try:
+        worker.stderr_offset = worker.stderr_path.stat().st_size
+    except OSError:
+        worker.stderr_offset = 0
+    # It may have died since it was idle: its sentinel says so next, and the task fails with it.
+    with suppress(BrokenPipeError, ConnectionResetError, EOFError):
+        worker.conn.send(("task", task))
+
+
+def _serve(
+    worker: _Worker, by_order: Mapping[int, BatchRun], observer: Observer
+) -> RunOutcome | None:
+    """Reads what the worker sent (events, an outcome) or, when it died, fails its task."""
+    while True:
+        try:
+            if not worker.conn.poll():
+                break
+            message = worker.conn.recv()
+        except (EOFError, OSError):
+            break
+        kind = message[0]
+        if kind == "started":
+            observer.started(by_order[message[1]])
+        elif kind == "progress":
+            observer.progress(by_order[message[1]], message[2], message[3])
+        elif kind == "done":
+            worker.task = None
+            _forward_stderr(worker)
+            return message[1]
+    if worker.task is not None and not worker.process.is_alive():
+        worker.process.join()
+        task, worker.task = worker.task, None
+        error = f"the run's worker process {_death(worker.process.exitcode)}"
+        tail = _stderr_tail(worker)
+        if tail:
+            error += f"; the end of its error output:\n{tail}"
+        return _failed(task.planned, RuntimeError(error), time.perf_counter() - worker.started_at)
+    return None
+
+
+def _death(exitcode: int | None) -> str:
+    if exitcode is not None and exitcode < 0:
+        try:
+            name = signal.Signals(-exitcode).name
+        except ValueError:
+            name = f"signal {-exitcode}"
+        return f"was killed by {name}" + (
+            " (out of memory?)" if name == "SIGKILL" else " (it crashed)"
+        )
+    return f"exited with status {exitcode} before finishing"
+
+
+def _stderr_tail(worker: _Worker) -> str:
+    try:
+        with worker.stderr_path.open("rb") as f:
+            f.seek(worker.stderr_offset)
+            text = f.read().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+    return text.strip()[-STDERR_TAIL_CHARS:]
+
+
+def _forward_stderr(worker: _Worker) -> None:
+    """What a finished task wrote to standard error (a warning), passed on to ours."""
+    text = _stderr_tail(worker)
+    if text:
+        print(text, file=sys.stderr)
+
+
+def _kill(workers: Sequence[_Worker]) -> None:
+    """Ends every worker at once (Ctrl-C, SIGTERM, an observer's exception)."""
+    for worker in workers:
+        if worker.process.is_alive():
+            worker.process.kill()
+    for worker in workers:
+        worker.process.join(timeout=5)
+        worker.conn.close()
+
+
+def _stop(workers: Sequence[_Worker]) -> None:
+    """Lets idle workers go: a None task tells a worker to exit."""
+    for worker in workers:
+        with suppress(OSError):
+            worker.conn.send(None)
+    for worker in workers:
+        worker.process.join(timeout=5)
+        if worker.process.is_alive():
+            worker.process.kill()
+            worker.process.join()
+        worker.conn.close()
+
+
+def _worker_main(execute: ExecuteFn, conn: Connection, parent: int) -> None:
+    """A pool worker (its standard error is a file the parent reads for a crash's message):
+    dies with its parent, then runs the tasks the parent sends until told to stop."""
+    _die_with_parent(parent)
+    _ignore_interrupts()
+    events = _PipeEvents(conn)
+    while True:
+        try:
+            message = conn.recv()
+        except (EOFError, OSError):
+            return
+        if message is None:
+            return
+        task: Task = message[1]
+        t0 = time.perf_counter()
+        try:
+            outcome = execute(task, events)
+        except Exception as e:  # a failed run is recorded, not fatal to the worker
+            outcome = _failed(task.planned, e, time.perf_counter() - t0)
+        sys.stderr.flush()
+        conn.send(("done", outcome))
+
+
 def _ignore_interrupts() -> None:
-    """In a pool's worker and manager processes: Ctrl-C is the parent's to handle."""
+    """In a pool's worker processes: Ctrl-C is the parent's to handle."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _stop_workers(pool: cf.ProcessPoolExecutor) -> None:
-    """Kills a pool's workers mid-task and drops the queued tasks."""
-    terminate = getattr(pool, "terminate_workers", None)  # Python 3.14 says it in public
-    if terminate is not None:
-        terminate()
+#: prctl's option that sends the caller a signal when its parent dies (linux/prctl.h).
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent(parent: int) -> None:
+    """Makes this process die when `parent` does: at once on Linux (a parent-death signal),
+    within half a second elsewhere (a thread that watches the parent's pid go away)."""
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        except (OSError, AttributeError):
+            pass
+    # The parent may have died before the signal was armed: then we are someone else's child.
+    if os.getppid() != parent:
+        os._exit(1)
+
+    def watch() -> None:
+        while True:
+            time.sleep(0.5)
+            if os.getppid() != parent:
+                os._exit(1)
+
+    threading.Thread(target=watch, name="cclab-parent-watch", daemon=True).start()
+
+
+@contextmanager
+def _sigterm_raises() -> Iterator[None]:
+    """Within: SIGTERM stops the batch as Ctrl-C does (the workers are killed, the staging
+    directory removed), and the process then exits with 128 + 15. Only the main thread can
+    set a handler; elsewhere SIGTERM keeps its default."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
         return
-    for process in list((pool._processes or {}).values()):
-        process.terminate()
-    pool.shutdown(wait=False, cancel_futures=True)
+
+    def terminate(signum: int, frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 @contextmanager

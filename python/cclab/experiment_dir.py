@@ -12,6 +12,7 @@ only a hidden directory that the index never lists (and `cclab runs --gc` remove
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -22,7 +23,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from cclab.archive import make_staging_dir, runs_root
+from cclab.archive import make_staging_dir, runs_root, write_error
 
 EXPERIMENT_FILE = "experiment.json"
 RUNS_SUBDIR = "runs"
@@ -60,8 +61,11 @@ def staged_experiment(target: Path, *, replace_empty: bool = False) -> Iterator[
     if target.exists() and not (replace_empty and _is_empty_dir(target)):
         what = "is not an empty directory" if replace_empty else "already exists"
         raise FileExistsError(f"{target} {what}; choose another output directory")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = make_staging_dir(target)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        staging = make_staging_dir(target)
+    except OSError as e:
+        raise write_error(e, target) from None
     try:
         mask = os.umask(0)
         os.umask(mask)
@@ -71,6 +75,11 @@ def staged_experiment(target: Path, *, replace_empty: bool = False) -> Iterator[
         if not is_complete_experiment(staging):
             raise RuntimeError(f"experiment in {staging} was not finished")
         staging.rename(target)
+    except OSError as e:
+        shutil.rmtree(staging, ignore_errors=True)
+        if e.filename is not None and e.errno not in (errno.ENOSPC, errno.EROFS, errno.EDQUOT):
+            raise  # an error that already names its file (e.g. a run's scenario)
+        raise write_error(e, target) from None
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise

@@ -5,6 +5,9 @@
 use crate::controller::CongestionControl;
 use crate::registry::{BuildResult, OptionError, OptionInfo, OptionKind, Options, Scheme, SchemeInfo};
 use crate::types::*;
+use cclab_core::scenario::resources::FlowLimits;
+use cclab_core::scenario::FlowSpec;
+use cclab_core::units::Rate;
 
 /// The window cap of the rate mode covers this many times rate × RTT, so that the window never
 /// limits a sender that is paced at the rate, even with ACK jitter.
@@ -35,6 +38,14 @@ pub const SCHEME: Scheme = Scheme {
     },
     build: build_from_options,
 };
+
+/// What the options of a `fixed` entry bound, for the resource model: a `cwnd` window is what
+/// the sender keeps in flight; a `rate` is paced whatever the path does.
+pub fn limits(spec: &FlowSpec) -> FlowLimits {
+    let cwnd = spec.options.get("cwnd").and_then(|v| v.as_integer()).filter(|&c| c > 0);
+    let rate = spec.options.get("rate").and_then(|v| v.as_str()).and_then(|t| Rate::parse(t).ok());
+    FlowLimits { window: cwnd.map(|c| (c as u64, "cwnd".to_string())), paced: rate.map(|r| (r, "rate".to_string())) }
+}
 
 fn build_from_options(opts: &Options, mss: u64) -> BuildResult {
     match (opts.int("cwnd"), opts.rate("rate")) {

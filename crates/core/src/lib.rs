@@ -6,6 +6,7 @@
 //! Must not import any other cclab crate: everything else builds on this one.
 
 pub mod cdf;
+pub mod input;
 pub mod rng;
 pub mod scenario;
 pub mod time;

@@ -12,6 +12,8 @@ pub use queues::{CodelParams, FqCodelParams, PieParams, PrioBy, PrioParams, RedP
 pub mod middlebox;
 pub mod workload;
 pub use middlebox::{BundleController, Middlebox};
+
+pub mod resources;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -26,6 +28,12 @@ pub const MSS: u64 = 1448;
 pub const PACKET_BYTES: u64 = 1500;
 /// Wire size of a pure ACK (IP + TCP with timestamp and SACK options).
 pub const ACK_BYTES: u64 = 52;
+/// The longest scenario `name`: run directories are `<time>-<name>-s<seed>` and their staging
+/// siblings add about 60 bytes more, within the 255 bytes a file name may hold.
+pub const MAX_NAME_BYTES: usize = 120;
+/// The fastest link a scenario may have: 1.6 Tbit/s, IEEE 802.3dj's Ethernet. Anything faster
+/// is a typo (a unit off by 1000), and would be simulated a packet every 7.5 ps.
+pub const MAX_LINK_RATE: Rate = Rate(1_600_000_000_000);
 
 pub mod queues;
 
@@ -430,6 +438,41 @@ fn explain_unknown_variant(msg: &str) -> Option<String> {
     Some(out)
 }
 
+/// The accepted values of an enum, as serde lists them for an unknown one ("`a`, `b`").
+fn enum_values<T: serde::de::DeserializeOwned>() -> String {
+    let probe = serde_json::from_str::<T>("\"\"").err().map(|e| e.to_string()).unwrap_or_default();
+    // serde writes "expected `a` or `b`" for two values and "expected one of `a`, `b`, `c`" for more.
+    let values = probe.split_once("expected ").map_or("", |(_, v)| v.split(" at line").next().unwrap_or(v));
+    values.trim_start_matches("one of ").replace(" or ", ", ")
+}
+
+/// Rewrites serde's "invalid type: X, expected Y" for the enum fields (whose Y, "string only",
+/// says nothing of what is accepted) and for unsigned integers (whose Y is a Rust type).
+fn explain_invalid_type(field: &str, msg: &str) -> Option<String> {
+    let last = field.rsplit('.').next().unwrap_or(field);
+    let values = match last {
+        "delivery" => enum_values::<Delivery>(),
+        "aqm" => enum_values::<Aqm>(),
+        "leave" => enum_values::<Leave>(),
+        "traffic" => enum_values::<Traffic>(),
+        "pacing" => enum_values::<Pacing>(),
+        _ => String::new(),
+    };
+    if !values.is_empty() && msg.starts_with("invalid type") {
+        return Some(format!("must be a string, one of {values}"));
+    }
+    if msg.starts_with("invalid type") && msg.contains("unit variant") {
+        // What serde says of a non-string where an enum goes, which names no value.
+        return Some("must be a string naming one of its values".to_string());
+    }
+    if msg.ends_with("expected u64") || msg.ends_with("expected u32") {
+        let max = if msg.ends_with("u64") { u64::MAX.to_string() } else { u32::MAX.to_string() };
+        let found = msg.split(", expected").next().unwrap_or(msg).trim_start_matches("invalid value: ");
+        return Some(format!("must be a whole number from 0 to {max}; found {found}"));
+    }
+    None
+}
+
 /// What errors name as the file when the offending value came from an override (`--set KEY=VALUE`
 /// on the command line, keyword arguments in Python) rather than from the scenario's text.
 pub const OVERRIDES_FILE: &str = "<overrides>";
@@ -623,7 +666,7 @@ impl Scenario {
     /// As [`Scenario::load`], with `overrides` (e.g. `seed`, `link.rate`) merged in first.
     pub fn load_with(path: &Path, overrides: &toml::Table) -> Result<Scenario, ScenarioErrors> {
         let file = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| {
+        let text = crate::input::read_text(path, crate::input::MAX_SCENARIO_BYTES).map_err(|e| {
             ScenarioErrors(vec![ScenarioError {
                 file: file.clone(),
                 field: String::new(),
@@ -674,6 +717,7 @@ impl Scenario {
             let raw = e.inner().message().to_string();
             let message = explain_unknown_field(&raw)
                 .or_else(|| explain_unknown_variant(&raw))
+                .or_else(|| explain_invalid_type(&field, &raw))
                 .unwrap_or_else(|| missing_field_hint(&raw).unwrap_or(raw));
             ScenarioErrors(vec![src.error(&field, message)])
         })?;
@@ -684,7 +728,25 @@ impl Scenario {
     /// Relations between fields that the types alone cannot express.
     pub fn check(&self, src: &Source) -> Result<(), ScenarioErrors> {
         let mut errs = Vec::new();
+        if self.name.len() > MAX_NAME_BYTES {
+            errs.push(src.error(
+                "name",
+                format!(
+                    "{} bytes long; at most {MAX_NAME_BYTES} (run directories are named after it, and a \
+                     file name holds 255 bytes)",
+                    self.name.len()
+                ),
+            ));
+        }
         let l = &self.link;
+        if let Some(rate) = l.rate {
+            if rate > MAX_LINK_RATE {
+                errs.push(src.error(
+                    "link.rate",
+                    format!("{rate} is faster than any link ({MAX_LINK_RATE}, the fastest Ethernet standard)"),
+                ));
+            }
+        }
         match (&l.rate, &l.trace) {
             (None, None) => errs.push(
                 src.error("link", "give the bottleneck a `rate` (e.g. \"12Mbps\") or a `trace` file (mahimahi format)"),
@@ -729,7 +791,8 @@ impl Scenario {
             if f.count == 0 {
                 errs.push(src.error(&at("count"), "must be at least 1"));
             }
-            let last_start = f.start.0 + f.every.0 * (f.count.max(1) as u64 - 1);
+            // Saturating: a huge `every` × `count` is an error below, not a wrapped time.
+            let last_start = f.start.0.saturating_add(f.every.0.saturating_mul(f.count.max(1) as u64 - 1));
             if last_start >= self.duration.0 {
                 errs.push(src.error(
                     &at("start"),
@@ -753,7 +816,7 @@ impl Scenario {
                 if f.every.0 == 0 {
                     errs.push(src.error(&at("every"), "`leave = \"lifo\"` needs a gap `every` (e.g. \"1s\")"));
                 }
-                let last_leave = f.start.0 + f.every.0 * (2 * f.count as u64 - 1);
+                let last_leave = f.start.0.saturating_add(f.every.0.saturating_mul(2 * f.count as u64 - 1));
                 if last_leave > self.duration.0 {
                     errs.push(src.error(
                         &at("leave"),
@@ -834,6 +897,34 @@ fn missing_field_hint(msg: &str) -> Option<String> {
         _ => return Some(format!("missing required key `{word}`")),
     };
     Some(format!("missing required key `{word}`: {hint}"))
+}
+
+#[cfg(test)]
+mod message_tests {
+    use super::*;
+
+    #[test]
+    fn a_non_string_enum_names_its_values() {
+        let text = "[link]\nrate = \"12Mbps\"\ndelivery = 1\n[[flows]]\nscheme = \"cubic\"\n";
+        let e = Scenario::parse(text, "t.toml").unwrap_err().to_string();
+        assert_eq!(e, "t.toml:3: field `link.delivery`: must be a string, one of `constant`, `poisson`");
+        let text = "seed = -1\n[link]\nrate = \"12Mbps\"\n[[flows]]\nscheme = \"cubic\"\n";
+        let e = Scenario::parse(text, "t.toml").unwrap_err().to_string();
+        assert!(e.contains("field `seed`: must be a whole number from 0 to 18446744073709551615"), "{e}");
+    }
+
+    #[test]
+    fn names_and_sums_past_their_bounds_are_errors() {
+        let long = "n".repeat(400);
+        let text = format!("name = \"{long}\"\n[link]\nrate = \"12Mbps\"\n[[flows]]\nscheme = \"cubic\"\n");
+        let e = Scenario::parse(&text, "t.toml").unwrap_err().to_string();
+        assert!(e.starts_with("t.toml:1: field `name`: 400 bytes long; at most 120"), "{e}");
+        let text =
+            "[link]\nrate = \"1000Tbps\"\n[[flows]]\nscheme = \"cubic\"\ncount = 4294967295\nevery = \"5000000h\"\n";
+        let e = Scenario::parse(text, "t.toml").unwrap_err().to_string();
+        assert!(e.contains("field `link.rate`: 1000000Gbps is faster than any link"), "{e}");
+        assert!(e.contains("field `flows[0].start`"), "{e}");
+    }
 }
 
 #[cfg(test)]

@@ -21,6 +21,18 @@ fn split_number(text: &str) -> Option<(f64, &str)> {
     Some((num, unit.trim()))
 }
 
+/// `num · scale` as a whole number of units, or an error when it does not fit in a u64: a
+/// value past 2^64 units must be refused, not clamped to the largest one (a clamped
+/// "99999999999999999999h" would silently mean 584 years).
+fn whole_units(text: &str, what: &str, num: f64, scale: f64) -> Result<u64, String> {
+    let value = (num * scale).round();
+    // 2^64 as f64 is exact; every f64 below it converts without saturating.
+    if !value.is_finite() || value >= 18_446_744_073_709_551_616.0 {
+        return Err(format!("{what} {text:?} is too large: it does not fit in 64 bits of its unit"));
+    }
+    Ok(value as u64)
+}
+
 /// A link or sending rate, stored in bits per second.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Rate(pub u64);
@@ -58,11 +70,11 @@ impl Rate {
             "" => return Err(format!("{text:?} has no unit; expected {}", Self::ACCEPTED)),
             _ => return Err(bad()),
         };
-        let bits = (num * scale).round();
-        if bits < 1.0 {
+        let bits = whole_units(text, "rate", num, scale)?;
+        if bits < 1 {
             return Err(format!("rate {text:?} must be positive"));
         }
-        Ok(Rate(bits as u64))
+        Ok(Rate(bits))
     }
 }
 
@@ -124,7 +136,7 @@ impl Dur {
             "" => return Err(format!("{text:?} has no unit; expected {}", Self::ACCEPTED)),
             _ => return Err(bad()),
         };
-        Ok(Dur((num * scale).round() as u64))
+        Ok(Dur(whole_units(text, "duration", num, scale)?))
     }
 }
 
@@ -156,7 +168,7 @@ impl Bytes {
         let bad = || format!("cannot read {text:?} as a size; expected {}", Self::ACCEPTED);
         let (num, unit) = split_number(text).ok_or_else(bad)?;
         let scale = byte_scale(unit).ok_or_else(bad)?;
-        Ok(Bytes((num * scale).round() as u64))
+        Ok(Bytes(whole_units(text, "size", num, scale)?))
     }
 }
 
@@ -205,11 +217,11 @@ impl QueueSize {
                 if num.fract() != 0.0 {
                     return Err(format!("queue {text:?}: a packet count must be whole"));
                 }
-                Ok(QueueSize::Packets(num as u64))
+                Ok(QueueSize::Packets(whole_units(text, "queue", num, 1.0)?))
             }
             "bdp" | "BDP" => Ok(QueueSize::Bdp(num)),
             u => match byte_scale(u) {
-                Some(s) => Ok(QueueSize::Bytes((num * s).round() as u64)),
+                Some(s) => Ok(QueueSize::Bytes(whole_units(text, "queue", num, s)?)),
                 None => Err(bad()),
             },
         }
@@ -309,5 +321,17 @@ mod tests {
         assert_eq!(QueueSize::parse("infinite").unwrap(), QueueSize::Infinite);
         assert!(QueueSize::parse("7.5").is_err());
         assert!(QueueSize::parse("3 lightyears").is_err());
+    }
+
+    #[test]
+    fn values_past_64_bits_are_refused_not_clamped() {
+        assert!(Dur::parse("99999999999999999999h").unwrap_err().contains("too large"));
+        assert!(Dur::parse("1e300s").unwrap_err().contains("too large"));
+        assert!(Rate::parse("1e30Tbps").unwrap_err().contains("too large"));
+        assert!(Bytes::parse("1e20GB").unwrap_err().contains("too large"));
+        assert!(QueueSize::parse("1e25").unwrap_err().contains("too large"));
+        assert!(QueueSize::parse("1e25B").unwrap_err().contains("too large"));
+        // 584 years in ns still fits: the largest duration is about u64::MAX ns.
+        assert_eq!(Dur::parse("5000000h").unwrap(), Dur(5_000_000 * 3_600_000_000_000));
     }
 }

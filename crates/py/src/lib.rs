@@ -63,6 +63,12 @@ fn run<'py>(
     progress: Option<Py<PyAny>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let scenario = load(source, is_path, overrides_json).map_err(|e| errors::scenario_error(py, &e))?;
+    if log_packets {
+        // `load` checked the resources of a run without the packet log; this one keeps it.
+        let file = if is_path { source } else { INLINE_FILE };
+        cclab_sim::check_inputs(&scenario, &cclab_core::scenario::Source { file, text: "" }, true)
+            .map_err(|e| errors::scenario_error(py, &e))?;
+    }
     let opts = RunOptions { log_packets };
     let duration_ns = scenario.duration.ns();
     let (outcome, stopped_by) =
@@ -88,6 +94,10 @@ fn build_info(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    // Reach numpy's C API now, at import: done lazily at a run's first array, a Ctrl-C pending
+    // at that moment fails numpy's import inside the binding and panics ("Failed to access
+    // NumPy array API capsule") instead of raising KeyboardInterrupt.
+    numpy::PyArray1::<u8>::zeros(m.py(), 0, false);
     m.add_function(wrap_pyfunction!(validate, m)?)?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
     emu::register(m)?;
@@ -99,5 +109,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("BUILD_INFO", build_info(m.py())?)?;
     // What a scenario error names as its file when an override caused it.
     m.add("OVERRIDES_FILE", OVERRIDES_FILE)?;
+    // The environment variable that caps a run's memory (the CLI's --max-memory sets it).
+    m.add("MAX_MEMORY_ENV", cclab_core::scenario::resources::MAX_MEMORY_ENV)?;
     Ok(())
 }

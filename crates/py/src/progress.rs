@@ -1,5 +1,6 @@
 //! Running an engine without the GIL while still reporting progress and honouring Ctrl-C.
 
+use cclab_core::scenario::resources::{self, human_bytes, MAX_MEMORY_ENV};
 use pyo3::prelude::*;
 use std::time::{Duration, Instant};
 
@@ -17,6 +18,7 @@ pub fn run_detached<T: Send>(
     engine: impl Send + FnOnce(&mut dyn FnMut(u64) -> Result<(), String>) -> T,
 ) -> (T, Option<PyErr>) {
     let mut stopped_by: Option<PyErr> = None;
+    let guard = MemoryGuard::new();
     let result = py.detach(|| {
         let mut last_call = Instant::now();
         let mut hook = |now_ns: u64| -> Result<(), String> {
@@ -24,6 +26,10 @@ pub fn run_detached<T: Send>(
                 return Ok(());
             }
             last_call = Instant::now();
+            if let Some(message) = guard.as_ref().and_then(|g| g.exceeded(now_ns)) {
+                stopped_by = Some(Python::attach(|py| crate::errors::simulation_error(py, &message)));
+                return Err(message);
+            }
             Python::attach(|py| {
                 py.check_signals()?;
                 if let Some(callback) = &progress {
@@ -40,4 +46,50 @@ pub fn run_detached<T: Send>(
         engine(&mut hook)
     });
     (result, stopped_by)
+}
+
+/// The run-time half of the resource model: what no scenario field bounds (an ACK-clocked window
+/// growing into an unbounded queue over a long run) is watched while the run goes, so a run
+/// stops with an error naming the memory instead of being killed by the allocator or the
+/// kernel's OOM killer.
+struct MemoryGuard {
+    /// The process's resident memory may reach this (a `--max-memory` limit) ...
+    max_rss: Option<u64>,
+    /// ... and grow by at most this over its size at the start (90% of what was available).
+    max_growth: Option<u64>,
+    start_rss: u64,
+}
+
+impl MemoryGuard {
+    fn new() -> Option<MemoryGuard> {
+        let start_rss = resources::rss_bytes()?;
+        let user = std::env::var(MAX_MEMORY_ENV).ok().and_then(|_| resources::memory_limit().ok().flatten());
+        let available = resources::available_memory().map(|a| a / 10 * 9);
+        Some(MemoryGuard { max_rss: user.map(|l| l.bytes), max_growth: available, start_rss })
+    }
+
+    fn exceeded(&self, now_ns: u64) -> Option<String> {
+        let rss = resources::rss_bytes()?;
+        let at = format!("{:.1} s", now_ns as f64 / 1e9);
+        let hint = "memory grows with simulated time when a window fills an unbounded queue: \
+                    give `link.queue` a limit (e.g. \"1bdp\") or shorten `duration`";
+        if let Some(max) = self.max_rss.filter(|&m| rss > m) {
+            return Some(format!(
+                "stopped at {at} of simulated time: the run uses {} of memory, more than the {} set by \
+                 --max-memory / {MAX_MEMORY_ENV}; {hint}",
+                human_bytes(rss),
+                human_bytes(max)
+            ));
+        }
+        let growth = rss.saturating_sub(self.start_rss);
+        if let Some(max) = self.max_growth.filter(|&m| growth > m) {
+            return Some(format!(
+                "stopped at {at} of simulated time: the run grew by {}, nearly all the memory this \
+                 machine had available ({}); {hint}",
+                human_bytes(growth),
+                human_bytes(max)
+            ));
+        }
+        None
+    }
 }

@@ -13,7 +13,8 @@ pub mod engine;
 
 pub use cclab_engine::{CcTrace, RunOptions, RunOutput};
 
-use cclab_core::scenario::{attribute_to_overrides, Scenario, ScenarioErrors};
+use cclab_core::scenario::resources::{self, FlowLimits};
+use cclab_core::scenario::{attribute_to_overrides, FlowSpec, Scenario, ScenarioError, ScenarioErrors, Source};
 
 #[derive(Debug)]
 pub enum SimError {
@@ -39,8 +40,11 @@ impl std::error::Error for SimError {}
 /// everything, including scheme names and options.
 pub fn load_scenario(path: &std::path::Path, overrides: &toml::Table) -> Result<Scenario, ScenarioErrors> {
     let s = Scenario::load_with(path, overrides)?;
-    let text = std::fs::read_to_string(path).unwrap_or_default();
-    check_schemes(&s, &path.display().to_string(), &text).map_err(|e| attribute_to_overrides(e, overrides))?;
+    // Read once already by `load_with`, so it is a regular file within the limit.
+    let text = cclab_core::input::read_text(path, cclab_core::input::MAX_SCENARIO_BYTES).unwrap_or_default();
+    let file = path.display().to_string();
+    check_schemes(&s, &file, &text).map_err(|e| attribute_to_overrides(e, overrides))?;
+    check_inputs(&s, &Source { file: &file, text: &text }, false).map_err(|e| attribute_to_overrides(e, overrides))?;
     Ok(s)
 }
 
@@ -48,7 +52,51 @@ pub fn load_scenario(path: &std::path::Path, overrides: &toml::Table) -> Result<
 pub fn parse_scenario(text: &str, file: &str, overrides: &toml::Table) -> Result<Scenario, ScenarioErrors> {
     let s = Scenario::parse_with(text, file, overrides)?;
     check_schemes(&s, file, text)?;
+    check_inputs(&s, &Source { file, text }, false)?;
     Ok(s)
+}
+
+/// Everything a run reads besides the scenario (its trace files, read and parsed as the run
+/// will) and the resource model (`cclab_core::scenario::resources`): physical ranges and the
+/// memory estimate against the limit. `validate` and `run` both go through it, so a scenario
+/// that validates does not fail on its inputs later.
+pub fn check_inputs(s: &Scenario, src: &Source, log_packets: bool) -> Result<(), ScenarioErrors> {
+    let mut errs = Vec::new();
+    for (field, trace) in [("link.trace", &s.link.trace), ("link.reverse_trace", &s.link.reverse_trace)] {
+        if let Some(path) = trace {
+            if let Err(e) = cclab_engine::delivery::Trace::load(path) {
+                errs.push(src.error(field, e));
+            }
+        }
+    }
+    match resources::memory_limit() {
+        Ok(limit) => {
+            if let Err(e) = resources::check(s, src, &flow_limits, log_packets, limit.as_ref()) {
+                errs.extend(e.0);
+            }
+        }
+        Err(message) => errs.push(ScenarioError {
+            file: resources::MAX_MEMORY_ENV.into(),
+            field: String::new(),
+            line: None,
+            message,
+        }),
+    }
+    if errs.is_empty() {
+        Ok(())
+    } else {
+        Err(ScenarioErrors(errs))
+    }
+}
+
+/// What a flow entry's scheme options bound (only `fixed` bounds its window by an option); a
+/// receiver window (`rwnd`) is counted by the resource model itself.
+fn flow_limits(spec: &FlowSpec) -> FlowLimits {
+    if spec.scheme == cclab_cc::fixed::SCHEME.info.name {
+        cclab_cc::fixed::limits(spec)
+    } else {
+        FlowLimits::default()
+    }
 }
 
 fn check_schemes(s: &Scenario, file: &str, text: &str) -> Result<(), ScenarioErrors> {

@@ -59,6 +59,8 @@ def scenario_error_text(error: ErrorLocation, overrides: Sequence[tuple[str, Any
         if key == error["field"]:
             shown = value if isinstance(value, str) else json.dumps(value)
             return f"--set {key}={shown}: {error['message']}"
+    if error["field"] == "seed":  # the command line's --seed reaches the core as an override
+        return f"--seed: {error['message']}"
     return "--set" + error["text"].removeprefix(OVERRIDES_FILE)
 
 

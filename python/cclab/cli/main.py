@@ -11,10 +11,13 @@ import argparse
 import importlib
 import os
 import sys
+import warnings
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Protocol
 
-from cclab import __version__
+from cclab import __version__, _core
+from cclab._startup import quiet_start_done
 from cclab.cli.common import (
     EXIT_BROKEN_PIPE,
     EXIT_ERROR,
@@ -66,12 +69,41 @@ def build_parser() -> argparse.ArgumentParser:
         command: Command = importlib.import_module(module_name)  # type: ignore[assignment]
         sub = subcommands.add_parser(command.NAME, help=command.HELP, description=command.HELP)
         command.configure(sub)
+        if command.NAME in MEMORY_COMMANDS:
+            sub.add_argument(
+                "--max-memory",
+                metavar="SIZE",
+                type=_memory_size,
+                help="refuse a run whose estimated memory exceeds SIZE (e.g. 4GB), and stop one "
+                "that grows past it (default: what the machine has available; env "
+                f"{MAX_MEMORY_ENV})",
+            )
         sub.set_defaults(execute=command.execute)
     return parser
 
 
+#: The commands that simulate (or validate what they would simulate) and so take --max-memory.
+MEMORY_COMMANDS = {"run", "compare", "validate", "experiment", "reproduce"}
+#: Where --max-memory goes: the core's resource model reads it (workers inherit it).
+MAX_MEMORY_ENV: str = _core.MAX_MEMORY_ENV
+
+
+def _memory_size(text: str) -> str:
+    try:
+        _core.parse_size(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return text
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if getattr(args, "max_memory", None):
+        os.environ[MAX_MEMORY_ENV] = args.max_memory
+    # Started: from here Ctrl-C is a KeyboardInterrupt that the commands clean up after.
+    quiet_start_done()
+    # A warning (e.g. an archive index that cannot be written) is one line, as errors are.
+    warnings.formatwarning = lambda message, *_args, **_kwargs: f"warning: {message}\n"
     try:
         code: int = args.execute(args)
         # Written out here, so that a reader gone early is caught below, not at exit.
@@ -88,6 +120,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_ERROR
     except (SimulationError, CommandError) as e:
         print_error(str(e))
+        return EXIT_ERROR
+    except FileExistsError as e:
+        if e.filename and os.path.lexists(e.filename) and not Path(e.filename).is_dir():
+            # mkdir's "File exists" for /etc/passwd when asked for /etc/passwd/x.
+            print_error(f"{e.filename} is a file, not a directory: nothing can be written under it")
+        else:
+            print_error(f"{e.strerror or e}: {e.filename}" if e.filename else str(e))
         return EXIT_ERROR
     except OSError as e:
         print_error(f"{e.strerror or e}: {e.filename}" if e.filename else str(e))

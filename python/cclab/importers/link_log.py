@@ -14,6 +14,7 @@ are kept as integer µs, which is exact for both.
 
 from __future__ import annotations
 
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -88,9 +89,65 @@ _EXPECTED = {
 }
 
 
+#: The largest log read (a Pantheon datalink log of 30 s at 100 Mbit/s is about 6 MB).
+MAX_LOG_BYTES = 4 << 30
+#: Timestamps and delays past this (about 11.6 days, in ms) are not a link log's.
+MAX_TIME_MS = 1e9
+#: A logged packet holds at least a byte and at most an IP packet's 65535 plus mahimahi's
+#: 4-byte TUN header.
+MAX_PACKET_BYTES = 65_539
+#: Flow ids past this are not the Pantheon's (it runs a handful of flows); a run allocates per
+#: flow, so an id of 10^9 must not become 10^9 flows.
+MAX_FLOW_ID = 10_000
+
+
+def check_readable(path: Path, limit: int) -> None:
+    """Refuses what cannot be read to its end (a FIFO, a device, a directory) or is too large,
+    before anything opens it."""
+    try:
+        info = path.stat()
+    except OSError as e:
+        raise LogFormatError(f"{path}: cannot read it: {e.strerror or e}") from None
+    if stat.S_ISDIR(info.st_mode):
+        raise LogFormatError(f"{path}: is a directory, not a log file")
+    if not stat.S_ISREG(info.st_mode):
+        raise LogFormatError(
+            f"{path}: not a regular file (a pipe, socket or device cannot be read to its end)"
+        )
+    if info.st_size > limit:
+        raise LogFormatError(f"{path}: holds {info.st_size} bytes; at most {limit} are read")
+
+
+def _check_range(
+    path: Path,
+    first_line: int,
+    values: pd.Series,
+    what: str,
+    low: float,
+    high: float,
+    *,
+    whole: bool = False,
+) -> None:
+    """A LogFormatError at the first value outside [low, high] (or not whole, or not finite),
+    naming the file and line."""
+    numbers = values.to_numpy(dtype=np.float64)
+    bad = ~np.isfinite(numbers) | (numbers < low) | (numbers > high)
+    if whole:
+        bad |= np.isfinite(numbers) & (np.floor(numbers) != numbers)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        line = int(values.index[i]) + first_line
+        kind = "a whole number " if whole else ""
+        raise LogFormatError(
+            f"{path}:{line}: {what} {numbers[i]:g} is out of range; expected {kind}"
+            f"from {low:g} to {high:g}"
+        )
+
+
 def read_link_log(path: str | Path) -> LinkLog:
     """Reads a mahimahi link log or a Pantheon datalink log."""
     path = Path(path)
+    check_readable(path, MAX_LOG_BYTES)
     header = _header(path)
     try:
         frame = pd.read_csv(
@@ -129,6 +186,20 @@ def read_link_log(path: str | Path) -> LinkLog:
     departures = frame[op == "-"]
     opportunities = frame[op == "#"]
     drops = frame[op == "d"]
+    # Ranges first, so nothing below converts an inf, a negative size or a 1e30 to integers.
+    first_line = len(header) + 1
+    _check_range(path, first_line, frame["t"], "timestamp (ms)", 0, MAX_TIME_MS)
+    for rows, column, what in (
+        (arrivals, "a", "packet size (bytes)"),
+        (departures, "a", "packet size (bytes)"),
+        (opportunities, "a", "opportunity size (bytes)"),
+    ):
+        _check_range(path, first_line, rows[column].dropna(), what, 1, MAX_PACKET_BYTES, whole=True)
+    _check_range(path, first_line, departures["b"].dropna(), "delay (ms)", 0, MAX_TIME_MS)
+    for rows, column in ((arrivals, "b"), (departures, "c")):
+        _check_range(path, first_line, rows[column].dropna(), "flow id", 1, MAX_FLOW_ID, whole=True)
+    for column, what in (("a", "dropped packets"), ("b", "dropped bytes")):
+        _check_range(path, first_line, drops[column].dropna(), what, 0, 1e12, whole=True)
     # A flow id follows the size on `+` lines and the delay on `-` lines (Pantheon, 1-based).
     has_flow_ids = bool(arrivals["b"].notna().any() or departures["c"].notna().any())
     if has_flow_ids:

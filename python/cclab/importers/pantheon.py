@@ -12,6 +12,7 @@ that cclab's numbers agree with them to the printed precision and records the ou
 from __future__ import annotations
 
 import json
+import math
 import re
 import time
 from pathlib import Path
@@ -23,7 +24,7 @@ from cclab.experiment_dir import (
     new_archive_dir,
     staged_experiment,
 )
-from cclab.importers.link_log import LogFormatError, read_link_log
+from cclab.importers.link_log import LogFormatError, check_readable, read_link_log
 from cclab.importers.log_run import import_log, save_imported_run, to_run_result
 from cclab.importers.pantheon_stats import compare, read_stats
 from cclab.provenance import environment
@@ -43,12 +44,37 @@ def _logs(directory: Path) -> list[tuple[str, int, Path]]:
     return found
 
 
+#: The largest metadata file read (the Pantheon's is a few hundred bytes).
+MAX_METADATA_BYTES = 1 << 20
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"the number {text} is out of range")
+    return value
+
+
 def _metadata(directory: Path) -> dict[str, Any]:
-    try:
-        data = json.loads((directory / METADATA_FILE).read_text())
-    except (OSError, ValueError):
+    """The metadata, {} when there is no file; a LogFormatError when there is one that is not
+    a JSON object of finite numbers (it is recorded with the experiment, which must stay JSON)."""
+    path = directory / METADATA_FILE
+    if not path.exists():
         return {}
-    return data if isinstance(data, dict) else {}
+    check_readable(path, MAX_METADATA_BYTES)
+    try:
+        data = json.loads(
+            path.read_text(encoding="utf-8", errors="replace"),
+            parse_float=_finite,
+            parse_constant=_finite,
+        )
+    except json.JSONDecodeError as e:
+        raise LogFormatError(f"{path}:{e.lineno}: not valid JSON: {e.msg}") from None
+    except (ValueError, RecursionError) as e:
+        raise LogFormatError(f"{path}: {e}") from None
+    if not isinstance(data, dict):
+        raise LogFormatError(f"{path}: expected a JSON object (the Pantheon's metadata)")
+    return data
 
 
 def _scheme_order(metadata: dict[str, Any], found: list[str]) -> list[str]:
@@ -129,6 +155,8 @@ def _import_run(
 ) -> dict[str, Any]:
     t0 = time.perf_counter()
     log = read_link_log(path)
+    if len(log.arrival_us) == 0 and len(log.departure_us) == 0:
+        raise LogFormatError(f"{path}: no `+` or `-` lines: no packet crossed the link")
     n_flows = max(log.flows) + 1 if log.flows else 1
     imported = import_log(log, [cc] * n_flows)
     result = to_run_result(

@@ -29,9 +29,25 @@ _TOLERANCE = {
 }
 
 
+#: The largest stats file read (the Pantheon's are a few kB).
+MAX_STATS_BYTES = 1 << 20
+
+
+def _number(text: str) -> float | None:
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
 def read_stats(path: Path) -> dict[str, dict[str, float]] | None:
     """{"total": {...}, "1": {...}, ...} with the figures printed in the datalink section, or
     None when the file or the section is missing. Flow keys are the Pantheon's ids."""
+    if not path.is_file():  # absent, or a pipe or device that would never end
+        return None
+    if path.stat().st_size > MAX_STATS_BYTES:
+        return None
     try:
         lines = path.read_text(errors="replace").splitlines()
     except OSError:
@@ -51,8 +67,12 @@ def read_stats(path: Path) -> dict[str, dict[str, float]] | None:
             current = match.group(1)
         elif current is not None:
             for key, pattern in _FIGURES.items():
-                if figure := pattern.match(line):
-                    stats.setdefault(current, {})[key] = float(figure.group(1))
+                figure = pattern.match(line)
+                # The Pantheon prints "---.-" (or nan) for a figure it could not compute: that
+                # figure is not printed, so there is nothing to check it against.
+                value = _number(figure.group(1)) if figure else None
+                if value is not None:
+                    stats.setdefault(current, {})[key] = value
     return stats or None
 
 

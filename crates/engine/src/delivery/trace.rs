@@ -5,6 +5,10 @@ use cclab_core::time::{Time, MS};
 use cclab_core::units::Rate;
 use std::path::Path;
 
+/// The last timestamp a trace may have: a year in ms, so that times in ns (and their sums over
+/// many periods) stay far inside 64 bits.
+const MAX_TIMESTAMP_MS: u64 = 366 * 24 * 3600 * 1000;
+
 /// A mahimahi trace: delivery opportunities at whole milliseconds, repeating with a period
 /// equal to the last timestamp.
 #[derive(Clone, Debug, PartialEq)]
@@ -20,12 +24,17 @@ pub struct Trace {
 
 impl Trace {
     pub fn load(path: &Path) -> Result<Trace, String> {
-        let text =
-            std::fs::read_to_string(path).map_err(|e| format!("cannot read trace file {}: {e}", path.display()))?;
-        Trace::parse(&text).map_err(|e| format!("trace file {}: {e}", path.display()))
+        let text = cclab_core::input::read_text(path, cclab_core::input::MAX_TRACE_BYTES)
+            .map_err(|e| format!("cannot read the trace file {}: {e}", path.display()))?;
+        // "FILE:LINE: why", as a compiler writes it, so an editor jumps to the line.
+        Trace::parse(&text).map_err(|e| match e.strip_prefix("line ") {
+            Some(rest) => format!("{}:{rest}", path.display()),
+            None => format!("{}: {e}", path.display()),
+        })
     }
 
-    /// Parses mahimahi's format: one non-decreasing integer (ms) per line.
+    /// Parses mahimahi's format: one non-decreasing integer (ms) per line. An error starts with
+    /// "line N: " when a line is at fault.
     pub fn parse(text: &str) -> Result<Trace, String> {
         let mut times: Vec<u64> = Vec::new();
         let mut counts: Vec<u32> = Vec::new();
@@ -34,13 +43,27 @@ impl Trace {
             if line.is_empty() {
                 continue;
             }
-            let t: u64 =
-                line.parse().map_err(|_| format!("line {}: {line:?} is not a whole number of milliseconds", i + 1))?;
+            let t: u64 = line.parse().map_err(|_| {
+                format!(
+                    "line {}: {} is not a whole number of milliseconds (a mahimahi trace has one per line)",
+                    i + 1,
+                    cclab_core::input::quote_line(line)
+                )
+            })?;
+            if t > MAX_TIMESTAMP_MS {
+                return Err(format!(
+                    "line {}: {t} ms is past the longest trace period cclab takes ({MAX_TIMESTAMP_MS} ms, a year)",
+                    i + 1
+                ));
+            }
             match times.last() {
                 Some(&last) if t < last => {
                     return Err(format!("line {}: timestamps must not decrease ({t} after {last})", i + 1))
                 }
-                Some(&last) if t == last => *counts.last_mut().expect("parallel to times") += 1,
+                Some(&last) if t == last => {
+                    let c = counts.last_mut().expect("parallel to times");
+                    *c = c.checked_add(1).ok_or_else(|| format!("line {}: too many opportunities at {t} ms", i + 1))?;
+                }
                 _ => {
                     times.push(t);
                     counts.push(1);
