@@ -43,7 +43,7 @@ from cclab.experiment_dir import (
     finish,
     staged_experiment,
 )
-from cclab.scenario_source import ScenarioSource, describe
+from cclab.scenario_source import ScenarioSource, describe, resolve
 
 
 class PlanError(ValueError):
@@ -420,7 +420,7 @@ def flows_for_scheme(scenario: ScenarioSource, scheme: str) -> list[dict[str, An
     if isinstance(scenario, Mapping):
         table = dict(scenario)
     else:
-        with Path(scenario).open("rb") as f:
+        with Path(resolve(scenario)).open("rb") as f:
             table = tomllib.load(f)
     entries = table.get("flows")
     if not isinstance(entries, list) or not entries:
@@ -465,7 +465,7 @@ def check_plan(plan: Plan, validate_fn: Callable[..., str] = validate) -> list[d
         except UnknownEngineError as e:
             raise PlanError(str(e)) from None
         if not descriptor.available():
-            raise PlanError(f"this cclab build has no {descriptor.noun} engine ({engine})")
+            raise PlanError(descriptor.unavailable())
     resolved = [resolved_overrides(spec) for spec in plan.runs]
     for spec, overrides in zip(plan.runs, resolved, strict=True):
         validate_fn(spec.scenario, seed=spec.seed, engine=spec.engine, **overrides)
