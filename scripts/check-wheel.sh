@@ -47,4 +47,5 @@ PY
 pip install --quiet --disable-pip-version-check 'pytest>=8'
 python -m pytest -q -p no:cacheprovider --rootdir "$repo" -c "$repo/pyproject.toml" \
     "$repo/tests/test_api.py" "$repo/tests/test_run_cli.py" "$repo/tests/test_schemes_cli.py" \
-    "$repo/tests/test_validate_cli.py" "$repo/tests/test_wheel_data.py"
+    "$repo/tests/test_validate_cli.py" "$repo/tests/test_wheel_data.py" \
+    "$repo/tests/test_portability.py"

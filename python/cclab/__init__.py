@@ -20,14 +20,17 @@ from cclab._core import __version__
 from cclab.analysis import analyze_packets
 from cclab.api import run, validate
 from cclab.archive_index import experiments, runs
+from cclab.controller import Controller, register_scheme, unregister_scheme
 from cclab.errors import ScenarioError, SimulationError
 from cclab.experiment import run_experiment
 from cclab.importers import import_mahimahi, import_pantheon
+from cclab.notebook import load_results
 from cclab.report import write_report
 from cclab.result import NEVER, RunResult
 
 __all__ = [
     "NEVER",
+    "Controller",
     "RunResult",
     "ScenarioError",
     "SimulationError",
@@ -36,9 +39,12 @@ __all__ = [
     "experiments",
     "import_mahimahi",
     "import_pantheon",
+    "load_results",
+    "register_scheme",
     "run",
     "run_experiment",
     "runs",
+    "unregister_scheme",
     "validate",
     "write_report",
 ]

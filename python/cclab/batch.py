@@ -33,7 +33,7 @@ from multiprocessing.managers import SyncManager
 from pathlib import Path
 from typing import Any, Protocol
 
-from cclab import _core
+from cclab import _core, controller
 from cclab.api import run, validate
 from cclab.engines import DEFAULT_ENGINE, UnknownEngineError, engine_named
 from cclab.errors import SimulationError
@@ -325,7 +325,10 @@ class LocalPoolExecutor:
         with manager:
             events = manager.Queue()
             with cf.ProcessPoolExecutor(
-                max_workers=self.workers, mp_context=context, initializer=_ignore_interrupts
+                max_workers=self.workers,
+                mp_context=context,
+                initializer=_init_worker,
+                initargs=(tuple(controller.REGISTERED.values()),),
             ) as pool:
                 # Workers start on submit: all of them here, while the main script is hidden.
                 with _children_skip_main():
@@ -355,6 +358,13 @@ class LocalPoolExecutor:
 def _ignore_interrupts() -> None:
     """In a pool's worker and manager processes: Ctrl-C is the parent's to handle."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _init_worker(registrations: tuple[controller.Registration, ...]) -> None:
+    """A pool worker: ignores Ctrl-C and registers the parent's Python schemes again (a spawned
+    process starts with none)."""
+    _ignore_interrupts()
+    controller.restore(registrations)
 
 
 def _stop_workers(pool: cf.ProcessPoolExecutor) -> None:
@@ -395,7 +405,12 @@ def default_executor(specs: Sequence[RunSpec], jobs: int | None = None) -> Execu
     """A pool of `jobs` processes (default: one per core, no more than there are runs), or
     this process when one worker is all there is or an engine of the plan runs serially."""
     workers = min(jobs or os.cpu_count() or 1, len(specs))
-    if workers <= 1 or any(engine_named(s.engine).serial for s in specs):
+    # A Python scheme defined in a script's __main__ cannot be imported by a worker.
+    if (
+        workers <= 1
+        or any(engine_named(s.engine).serial for s in specs)
+        or not controller.all_importable()
+    ):
         return SerialExecutor()
     return LocalPoolExecutor(workers)
 

@@ -7,11 +7,13 @@
 //! function (`output::columns`), never a per-column list.
 
 mod analyze;
+#[cfg(all(feature = "emu", target_os = "linux"))]
 mod emu;
 mod errors;
 mod output;
 mod overrides;
 mod progress;
+mod pycc;
 mod schema;
 mod schemes;
 
@@ -64,8 +66,13 @@ fn run<'py>(
     let scenario = load(source, is_path, overrides_json).map_err(|e| errors::scenario_error(py, &e))?;
     let opts = RunOptions { log_packets };
     let duration_ns = scenario.duration.ns();
+    let keep_gil = scenario.flows.iter().any(|f| cclab_cc::registry::external::is_registered(&f.scheme));
     let (outcome, stopped_by) =
-        progress::run_detached(py, progress, duration_ns, |hook| cclab_sim::run(&scenario, &opts, hook));
+        progress::run_detached(py, progress, duration_ns, keep_gil, |hook| cclab_sim::run(&scenario, &opts, hook));
+    // A Python controller that raised after the last progress call.
+    if let Some(e) = stopped_by.is_none().then(pycc::take_error).flatten() {
+        return Err(e);
+    }
     match outcome {
         Ok(out) => output::to_dict(py, &scenario, out),
         Err(SimError::Interrupted(message)) => Err(stopped_by.unwrap_or_else(|| errors::interrupted(&message))),
@@ -74,12 +81,26 @@ fn run<'py>(
     }
 }
 
+/// The engines this build lacks, by name, each with why (read by `cclab.engines`).
+fn unavailable_engines(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+    let d = PyDict::new(py);
+    if !cfg!(target_os = "linux") {
+        d.set_item("emu", "the emulator needs Linux (network namespaces and TUN devices)")?;
+    } else if !cfg!(feature = "emu") {
+        d.set_item("emu", "this build was compiled without the `emu` Cargo feature (rebuild with default features)")?;
+    }
+    Ok(d)
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(validate, m)?)?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
+    #[cfg(all(feature = "emu", target_os = "linux"))]
     emu::register(m)?;
+    m.add("UNAVAILABLE_ENGINES", unavailable_engines(m.py())?)?;
     m.add_function(wrap_pyfunction!(schemes::schemes, m)?)?;
+    pycc::register(m)?;
     m.add_function(wrap_pyfunction!(analyze::analyze, m)?)?;
     schema::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

@@ -24,6 +24,7 @@ from cclab.cli.common import (
     print_error,
     scenario_error_text,
 )
+from cclab.controller import CONTROLLERS_ENV, load_controllers
 from cclab.errors import ScenarioError, SimulationError
 
 #: The subcommand modules, in the order `cclab --help` lists them.
@@ -69,6 +70,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        # Python controllers named by $CCLAB_CONTROLLERS register themselves as they import.
+        load_controllers(os.environ.get(CONTROLLERS_ENV, ""))
         code: int = args.execute(args)
         # Written out here, so that a reader gone early is caught below, not at exit.
         sys.stdout.flush()
