@@ -16,27 +16,28 @@ Owns: the notebook views. Must not import the runner or the CLI.
 from __future__ import annotations
 
 import html
+import importlib
 import io
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from cclab.report import figures, tables
+from cclab.report import tables
 from cclab.report.loading import RunData, Study, load_study
 
 if TYPE_CHECKING:
     from cclab.result import RunResult
 
-#: The report's figures by the name `.plot()` takes.
-FIGURES: dict[str, Callable[[Study], figures.ReportFigure]] = {
-    "throughput_delay": figures.throughput_delay,
-    "throughput": figures.throughput_over_time,
-    "delay": figures.delay_over_time,
-    "jain": figures.jain_over_time,
-    "jain_cdf": figures.jain_cdf,
+#: The report's figures (functions of `cclab.report.figures`) by the name `.plot()` takes. By
+#: name, so that `import cclab` does not import matplotlib: only the first plot does.
+FIGURES: dict[str, str] = {
+    "throughput_delay": "throughput_delay",
+    "throughput": "throughput_over_time",
+    "delay": "delay_over_time",
+    "jain": "jain_over_time",
+    "jain_cdf": "jain_cdf",
 }
 
 
@@ -46,7 +47,8 @@ class FigureView:
 
     title: str
     definition: str
-    figure: figures.Figure
+    #: The matplotlib figure.
+    figure: Any
 
     def _repr_svg_(self) -> str:
         buffer = io.StringIO()
@@ -63,12 +65,13 @@ class FigureView:
 def plot(study: Study, which: str) -> FigureView:
     """The report figure `which` (a key of `FIGURES`) of a study."""
     try:
-        make = FIGURES[which]
+        name = FIGURES[which]
     except KeyError:
         raise ValueError(
             f"unknown figure {which!r}; the figures are {', '.join(FIGURES)}"
         ) from None
-    fig = make(study)
+    figures = importlib.import_module("cclab.report.figures")
+    fig = getattr(figures, name)(study)
     figures.plt.close(fig.figure)  # shown by its view, not by pyplot's own machinery
     return FigureView(fig.title, fig.definition, fig.figure)
 
