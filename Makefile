@@ -16,13 +16,14 @@ PY_DIRS := python tests
 DEMO_SCENARIO := scenarios/calibrated-mexico-cellular.toml
 DEMO_SCHEMES := cubic,newreno,bbr,copa,vegas
 
-.PHONY: help install test-system demo test bench
+.PHONY: help install test-system demo test bench wheel test-wheel check-portable
 
 help:
 	@echo "make install  system packages (if missing), .venv, the cclab package and its Rust core"
 	@echo "make demo     install, then an experiment ($(DEMO_SCHEMES) on $(DEMO_SCENARIO)) and its report"
 	@echo "make test     install, then rustfmt, clippy, cargo test, ruff and pytest (what CI runs)"
 	@echo "make bench    run the performance benchmarks in benches/"
+	@echo "make wheel    build the installable wheel (target/wheels/cclab-*.whl) with maturin"
 
 install: $(INSTALLED)
 
@@ -54,6 +55,23 @@ test: install test-system
 	$(BIN)/ruff check $(PY_DIRS)
 	$(BIN)/ruff format --check $(PY_DIRS)
 	$(BIN)/pytest -q
+	$(MAKE) check-portable test-wheel
+
+# The wheel: the Rust core and the Python package with its data (scenarios, traces), stripped of
+# debug information. maturin tags it with the oldest manylinux policy the binary's glibc symbols
+# allow on this machine (no zig or manylinux container here to target an older one).
+WHEEL_DIR := $(or $(CARGO_TARGET_DIR),target)/wheels
+wheel: install
+	$(BIN)/maturin build --release --strip --out $(WHEEL_DIR)
+
+# The newest wheel installed into a fresh venv with no Rust toolchain: the quick start, timed,
+# and a subset of the tests against the installed package.
+test-wheel: wheel
+	scripts/check-wheel.sh
+
+# The package without the emulator (what a non-Linux build gets): the bindings must still build.
+check-portable:
+	cargo check -p cclab-py --no-default-features
 
 # The Rust benchmarks (`[[bench]]` targets of the crates, some kept in benches/) and every
 # Python benchmark script in benches/.

@@ -26,9 +26,11 @@ from cclab._core import __version__
 from cclab.analysis import analyze_packets
 from cclab.api import run, validate
 from cclab.archive_index import experiments, runs
+from cclab.controller import Controller, register_scheme, unregister_scheme
 from cclab.errors import ScenarioError, SimulationError
 from cclab.experiment import run_experiment
 from cclab.importers import import_mahimahi, import_pantheon
+from cclab.notebook import load_results
 from cclab.report import write_report
 from cclab.result import NEVER, RunResult
 from cclab.sweep import sweep
@@ -39,6 +41,7 @@ _os.environ.setdefault(_TRACE_DIR_ENV, str(_Path(__file__).parent / "data" / "tr
 
 __all__ = [
     "NEVER",
+    "Controller",
     "RunResult",
     "ScenarioError",
     "SimulationError",
@@ -47,10 +50,13 @@ __all__ = [
     "experiments",
     "import_mahimahi",
     "import_pantheon",
+    "load_results",
+    "register_scheme",
     "run",
     "run_experiment",
     "runs",
     "sweep",
+    "unregister_scheme",
     "validate",
     "write_report",
 ]

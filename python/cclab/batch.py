@@ -37,7 +37,7 @@ from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any, Protocol
 
-from cclab import _core
+from cclab import _core, controller
 from cclab.api import run, validate
 from cclab.engines import DEFAULT_ENGINE, UnknownEngineError, engine_named
 from cclab.errors import SimulationError
@@ -47,7 +47,7 @@ from cclab.experiment_dir import (
     staged_experiment,
 )
 from cclab.provenance import environment
-from cclab.scenario_source import ScenarioSource, describe
+from cclab.scenario_source import ScenarioSource, describe, resolve
 
 
 class PlanError(ValueError):
@@ -415,7 +415,7 @@ def _start_worker(
     stderr_path = scratch / f"worker-{n}-{time.monotonic_ns()}.stderr"
     process = context.Process(
         target=_worker_main,
-        args=(execute, child_end, os.getpid()),
+        args=(execute, child_end, os.getpid(), tuple(controller.REGISTERED.values())),
         daemon=True,
         name=f"cclab-worker-{n}",
     )
@@ -533,11 +533,18 @@ def _stop(workers: Sequence[_Worker]) -> None:
         worker.conn.close()
 
 
-def _worker_main(execute: ExecuteFn, conn: Connection, parent: int) -> None:
+def _worker_main(
+    execute: ExecuteFn,
+    conn: Connection,
+    parent: int,
+    registrations: tuple[controller.Registration, ...],
+) -> None:
     """A pool worker (its standard error is a file the parent reads for a crash's message):
-    dies with its parent, then runs the tasks the parent sends until told to stop."""
+    dies with its parent, registers the parent's Python schemes again (a spawned process
+    starts with none), then runs the tasks the parent sends until told to stop."""
     _die_with_parent(parent)
     _ignore_interrupts()
+    controller.restore(registrations)
     events = _PipeEvents(conn)
     while True:
         try:
@@ -633,7 +640,12 @@ def default_executor(specs: Sequence[RunSpec], jobs: int | None = None) -> Execu
     """A pool of `jobs` processes (default: one per core, no more than there are runs), or
     this process when one worker is all there is or an engine of the plan runs serially."""
     workers = min(jobs or os.cpu_count() or 1, len(specs))
-    if workers <= 1 or any(engine_named(s.engine).serial for s in specs):
+    # A Python scheme defined in a script's __main__ cannot be imported by a worker.
+    if (
+        workers <= 1
+        or any(engine_named(s.engine).serial for s in specs)
+        or not controller.all_importable()
+    ):
         return SerialExecutor()
     return LocalPoolExecutor(workers)
 
@@ -658,7 +670,7 @@ def flows_for_scheme(scenario: ScenarioSource, scheme: str) -> list[dict[str, An
     if isinstance(scenario, Mapping):
         table = dict(scenario)
     else:
-        with Path(scenario).open("rb") as f:
+        with Path(resolve(scenario)).open("rb") as f:
             table = tomllib.load(f)
     entries = table.get("flows")
     if not isinstance(entries, list) or not entries:
@@ -703,7 +715,7 @@ def check_plan(plan: Plan, validate_fn: Callable[..., str] = validate) -> list[d
         except UnknownEngineError as e:
             raise PlanError(str(e)) from None
         if not descriptor.available():
-            raise PlanError(f"this cclab build has no {descriptor.noun} engine ({engine})")
+            raise PlanError(descriptor.unavailable())
     resolved = [resolved_overrides(spec) for spec in plan.runs]
     for spec, overrides in zip(plan.runs, resolved, strict=True):
         validate_fn(spec.scenario, seed=spec.seed, engine=spec.engine, **overrides)

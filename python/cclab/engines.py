@@ -56,6 +56,16 @@ class Engine:
         """Whether this build of `cclab._core` has the engine."""
         return hasattr(_core, self.core_run) and hasattr(_core, self.core_validate)
 
+    def unavailable(self) -> str:
+        """Why this build lacks the engine, as a sentence for error messages ("" if it has
+        it). The core says why when it knows (`_core.UNAVAILABLE_ENGINES`: built without the
+        Cargo feature, or for an operating system the engine does not support)."""
+        if self.available():
+            return ""
+        why = getattr(_core, "UNAVAILABLE_ENGINES", {}).get(self.name)
+        message = f"this cclab build has no {self.noun} engine ({self.name})"
+        return f"{message}: {why}" if why else message
+
     @property
     def run(self) -> CoreRun:
         return self._entry(self.core_run)
@@ -67,7 +77,7 @@ class Engine:
     def _entry(self, attribute: str) -> Callable[..., Any]:
         entry = getattr(_core, attribute, None)
         if entry is None:
-            raise SimulationError(f"this cclab build has no {self.noun} engine ({self.name})")
+            raise SimulationError(self.unavailable())
         return entry
 
 

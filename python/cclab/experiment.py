@@ -33,7 +33,7 @@ from cclab.batch import (
 )
 from cclab.engines import DEFAULT_ENGINE, EMU, UnknownEngineError, engine_named
 from cclab.experiment_dir import new_archive_dir, safe_name
-from cclab.scenario_source import ScenarioSource, describe
+from cclab.scenario_source import ScenarioSource, describe, resolve
 
 __all__ = [
     "ExperimentError",
@@ -142,16 +142,14 @@ def run_experiment(
     do so under `if __name__ == "__main__":` (as with any Python process pool); notebooks and
     the `cclab` command need nothing."""
     if not isinstance(scenario, Mapping):
-        scenario = Path(scenario)
+        scenario = Path(resolve(scenario))
     try:
         descriptor = engine_named(engine)
     except UnknownEngineError as e:
         raise ExperimentError(str(e)) from None
     if not _available(engine):
-        raise ExperimentError(
-            f"--engine {engine}: this cclab build has no {descriptor.noun} engine; run the "
-            "experiment with another --engine"
-        )
+        why = descriptor.unavailable() or f"this cclab build has no {descriptor.noun} engine"
+        raise ExperimentError(f"--engine {engine}: {why}; run the experiment with another --engine")
     if runs < 1:
         raise ExperimentError(f"--runs must be at least 1, not {runs}")
     schemes = list(schemes)

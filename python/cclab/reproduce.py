@@ -38,12 +38,14 @@ import pandas as pd
 from cclab import _core
 from cclab.api import validate
 from cclab.batch import BatchResult, Plan, RunOutcome, RunSpec, run_batch
+from cclab.data import SCENARIOS, package_data
 from cclab.experiment_dir import new_archive_dir, safe_name
 from cclab.report.loading import load_run
 from cclab.scenario_values import duration_ms
 
-#: Where the reproductions' scenario files live (the repository's `scenarios/repro`).
-SCENARIO_DIR = Path(__file__).resolve().parents[2] / "scenarios" / "repro"
+#: Where the reproductions' scenario files live: shipped in the package (`cclab.data`), which in
+#: a source checkout is the repository's `scenarios/repro`.
+SCENARIO_DIR = package_data(SCENARIOS, "repro")
 
 #: Schemes of the fairness experiment, in table order; those not registered are skipped.
 FAIRNESS_SCHEMES = ["copa", "cubic", "bbr", "pcc-vivace", "pcc-allegro", "vegas", "newreno"]
@@ -110,8 +112,8 @@ def scenario_path(name: str, scenario_dir: Path | None = None) -> Path:
     path = (scenario_dir or SCENARIO_DIR) / f"{name}.toml"
     if not path.is_file():
         raise FileNotFoundError(
-            f"reproduction scenario {path} not found (the reproductions read the repository's "
-            "scenarios/repro directory)"
+            f"reproduction scenario {path} not found (the reproductions read the "
+            "scenarios/repro folder shipped in the package)"
         )
     return path
 

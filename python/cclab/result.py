@@ -141,6 +141,20 @@ class RunResult:
         secs = self.stats.get("wall_secs", 0.0)
         return self.stats["events"] / secs if secs > 0 else math.nan
 
+    def _repr_html_(self) -> str:
+        """Jupyter shows a result as its summary table."""
+        from cclab.notebook import run_html
+
+        return run_html(self)
+
+    def plot(self, which: str = "throughput") -> Any:
+        """One of the report's figures of this run, shown inline in Jupyter (a
+        `cclab.notebook.FigureView`; `.figure` is the matplotlib figure). `which`: a key of
+        `cclab.notebook.FIGURES` (throughput, delay, jain, jain_cdf, throughput_delay)."""
+        from cclab.notebook import plot, study_of_run
+
+        return plot(study_of_run(self), which)
+
     def save(self, directory: str | Path, *, command: list[str] | None = None) -> Path:
         """Writes the run directory atomically (see `cclab.archive`); returns its path."""
         from cclab.archive import write_run_dir

@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from cclab.data import shipped_scenario
+
 #: What `cclab.run` and `cclab.validate` accept as a scenario.
 ScenarioSource = str | os.PathLike[str] | Mapping[str, Any]
 
@@ -30,12 +32,23 @@ def to_json(table: Mapping[str, Any]) -> str:
     return json.dumps(dict(table), default=_to_json_value, allow_nan=False)
 
 
+def resolve(source: ScenarioSource) -> ScenarioSource:
+    """A path that names no file but the name of a shipped scenario (`pantheon-1flow`,
+    `repro/copa-fairness.toml`) becomes that scenario's path, so an installed wheel's
+    scenarios run without a checkout; anything else is returned as given."""
+    if isinstance(source, str | os.PathLike) and not Path(source).exists():
+        shipped = shipped_scenario(os.fspath(source))
+        if shipped is not None:
+            return shipped
+    return source
+
+
 def core_source(source: ScenarioSource) -> tuple[str, bool]:
     """(text, is_path) for the core: a file path, or the JSON text of an inline scenario."""
     if isinstance(source, Mapping):
         return to_json(source), False
     if isinstance(source, str | os.PathLike):
-        return os.fspath(source), True
+        return os.fspath(resolve(source)), True
     raise TypeError(f"a scenario is a file path or a dict, not {type(source).__name__}")
 
 

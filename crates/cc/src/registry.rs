@@ -14,6 +14,8 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::ops::Bound;
 
+pub mod external;
+
 /// Every scheme the simulator can run. Adding a scheme is one line here (plus its module).
 static SCHEMES: &[Scheme] = &[
     newreno::SCHEME,
@@ -124,6 +126,16 @@ pub struct Options {
 }
 
 impl Options {
+    /// An option's value (given, else its default), by name.
+    pub fn get(&self, name: &str) -> Option<OptValue> {
+        self.lookup(name)
+    }
+
+    /// The scheme's option table, in declaration order.
+    pub fn spec(&self) -> &'static [OptionInfo] {
+        self.spec
+    }
+
     fn lookup(&self, name: &str) -> Option<OptValue> {
         debug_assert!(self.spec.iter().any(|o| o.name == name), "option `{name}` is not in this scheme's table");
         self.values.get(name).copied().or_else(|| self.spec.iter().find(|o| o.name == name).and_then(|o| o.default))
@@ -280,17 +292,44 @@ fn parse_value(kind: OptionKind, v: &toml::Value) -> Result<OptValue, String> {
     }
 }
 
-fn find(name: &str) -> Option<&'static Scheme> {
+fn find_builtin(name: &str) -> Option<&'static Scheme> {
     SCHEMES.iter().find(|s| s.info.name == name)
 }
 
-/// Every scheme, in the order `cclab schemes` lists them.
+/// A scheme found by name: a built-in one, or one registered at run time.
+enum Found {
+    Builtin(&'static Scheme),
+    External(external::External),
+}
+
+impl Found {
+    fn info(&self) -> &SchemeInfo {
+        match self {
+            Found::Builtin(s) => &s.info,
+            Found::External(e) => &e.info,
+        }
+    }
+
+    fn build(&self, opts: &Options, mss: u64) -> BuildResult {
+        match self {
+            Found::Builtin(s) => (s.build)(opts, mss),
+            Found::External(e) => (e.build)(opts, mss),
+        }
+    }
+}
+
+fn find(name: &str) -> Option<Found> {
+    find_builtin(name).map(Found::Builtin).or_else(|| external::find(name).map(Found::External))
+}
+
+/// Every scheme, in the order `cclab schemes` lists them: the built-in ones, then those
+/// registered at run time ([`external::register`]).
 pub fn schemes() -> Vec<SchemeInfo> {
-    SCHEMES.iter().map(|s| s.info).collect()
+    SCHEMES.iter().map(|s| s.info).chain(external::infos()).collect()
 }
 
 fn scheme_names() -> Vec<&'static str> {
-    SCHEMES.iter().map(|s| s.info.name).collect()
+    schemes().iter().map(|s| s.name).collect()
 }
 
 /// The one scheme whose name has `word` as a dash-separated part (`vivace` → `pcc-vivace`):
@@ -320,8 +359,8 @@ fn unknown_scheme_message(name: &str) -> String {
 }
 
 /// Type-checks every scheme option of a flow entry; collects all problems.
-fn validate(scheme: &'static Scheme, raw: &BTreeMap<String, toml::Value>) -> Result<Options, Vec<OptionError>> {
-    let spec = scheme.info.options;
+fn validate(scheme: &Found, raw: &BTreeMap<String, toml::Value>) -> Result<Options, Vec<OptionError>> {
+    let spec = scheme.info().options;
     let mut values = BTreeMap::new();
     let mut errs = Vec::new();
     for (key, v) in raw {
@@ -335,7 +374,7 @@ fn validate(scheme: &'static Scheme, raw: &BTreeMap<String, toml::Value>) -> Res
             None => {
                 let accepted: Vec<&str> =
                     GENERIC_FLOW_KEYS.iter().copied().chain(spec.iter().map(|o| o.name)).collect();
-                let mut msg = format!("unknown key `{key}` for scheme `{}`", scheme.info.name);
+                let mut msg = format!("unknown key `{key}` for scheme `{}`", scheme.info().name);
                 if let Some(s) = did_you_mean(key, &accepted) {
                     msg += &format!("; did you mean `{s}`?");
                 }
@@ -361,15 +400,15 @@ pub fn build(spec: &FlowSpec, mss: u64) -> Result<Box<dyn CongestionControl>, St
             .collect::<Vec<_>>()
             .join("; ")
     };
-    let opts = validate(scheme, &spec.options).map_err(join)?;
-    (scheme.build)(&opts, mss).map_err(join)
+    let opts = validate(&scheme, &spec.options).map_err(join)?;
+    scheme.build(&opts, mss).map_err(join)
 }
 
 /// A flow entry's validated options (for builders other than the controller's, such as a
 /// scheme's receiver agent); errors as for [`build`].
 pub(crate) fn options(spec: &FlowSpec) -> Result<Options, String> {
     let scheme = find(&spec.scheme).ok_or_else(|| unknown_scheme_message(&spec.scheme))?;
-    validate(scheme, &spec.options)
+    validate(&scheme, &spec.options)
         .map_err(|errs| errs.iter().map(|e| format!("`{}`: {}", e.key, e.message)).collect::<Vec<_>>().join("; "))
 }
 
@@ -391,8 +430,8 @@ pub fn check(scenario: &Scenario, src: &Source) -> Result<(), ScenarioErrors> {
         };
         // Cross-option rules run only on well-typed options, so that one mistake is not
         // reported twice; building a controller is cheap and has no side effects.
-        let problems = match validate(scheme, &flow.options) {
-            Ok(opts) => (scheme.build)(&opts, MSS).err().unwrap_or_default(),
+        let problems = match validate(&scheme, &flow.options) {
+            Ok(opts) => scheme.build(&opts, MSS).err().unwrap_or_default(),
             Err(e) => e,
         };
         let mut located: Vec<_> = problems.into_iter().map(|e| src.error(&field(&e.key), e.message)).collect();
@@ -429,7 +468,8 @@ mod tests {
 
     #[test]
     fn every_scheme_builds_with_defaults() {
-        for info in schemes() {
+        // The built-in ones: a test beside this one registers an external scheme meanwhile.
+        for info in SCHEMES.iter().map(|s| s.info) {
             let (_, s) = scenario(&format!(
                 "[[flows]]\nscheme = \"{}\"\n{}",
                 info.name,
@@ -442,7 +482,7 @@ mod tests {
             assert_eq!(cc.name(), info.name);
             assert!(cc.cwnd() >= 2 * MSS);
         }
-        let names: Vec<_> = schemes().iter().map(|s| s.name).collect();
+        let names: Vec<_> = SCHEMES.iter().map(|s| s.info.name).collect();
         assert_eq!(
             names,
             [
@@ -603,5 +643,33 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn external_schemes_are_validated_listed_and_built_like_built_in_ones() {
+        use std::sync::Arc;
+        const OPTS: &[OptionInfo] = &[OptionInfo {
+            name: "gain",
+            kind: OptionKind::Int { min: 1, max: 8 },
+            default: Some(OptValue::Int(2)),
+            help: "",
+        }];
+        let make: external::ExternalBuild = Arc::new(|opts: &Options, mss: u64| {
+            let gain = opts.int("gain").unwrap() as u64;
+            Ok(Box::new(crate::fixed::Fixed::window(gain * mss)) as Box<dyn CongestionControl>)
+        });
+        assert!(external::register("cubic", "", OPTS.to_vec(), make.clone()).unwrap_err().contains("built-in"));
+        assert!(external::register("a b", "", OPTS.to_vec(), make.clone()).is_err());
+        external::register("ext-test", "a test scheme", OPTS.to_vec(), make).unwrap();
+        assert!(schemes().iter().any(|s| s.name == "ext-test" && s.summary == "a test scheme"));
+        assert!(errors("[[flows]]\nscheme = \"ext-test\"\ngain = 3\n").is_empty());
+        let e = errors("[[flows]]\nscheme = \"ext-test\"\ngain = 9\ngian = 1\n");
+        assert_eq!(e.len(), 2, "{e:?}");
+        assert!(e[0].message.contains("from 1 to 8"), "{}", e[0].message);
+        assert!(e[1].message.contains("did you mean `gain`?"), "{}", e[1].message);
+        let (_, s) = scenario("[[flows]]\nscheme = \"ext-test\"\ngain = 3\n");
+        assert_eq!(build(&s.flows[0], 1000).unwrap().cwnd(), 3000);
+        assert!(external::unregister("ext-test"));
+        assert!(errors("[[flows]]\nscheme = \"ext-test\"\n")[0].message.contains("unknown scheme"));
     }
 }

@@ -59,7 +59,7 @@ pub fn run_emu<'py>(
     let opts = EmuOptions { log_packets, base_dir, ..EmuOptions::default() };
     let duration_ns = scenario.duration.ns();
     let (outcome, stopped_by) =
-        progress::run_detached(py, progress, duration_ns, |hook| cclab_emu::run(&scenario, &opts, hook));
+        progress::run_detached(py, progress, duration_ns, false, |hook| cclab_emu::run(&scenario, &opts, hook));
     match outcome {
         Ok(out) => {
             warn_if_late(py, &out)?;

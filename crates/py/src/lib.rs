@@ -7,12 +7,14 @@
 //! function (`output::columns`), never a per-column list.
 
 mod analyze;
+#[cfg(all(feature = "emu", target_os = "linux"))]
 mod emu;
 mod errors;
 mod output;
 mod overrides;
 mod presets;
 mod progress;
+mod pycc;
 mod schema;
 mod schemes;
 
@@ -71,8 +73,13 @@ fn run<'py>(
     }
     let opts = RunOptions { log_packets };
     let duration_ns = scenario.duration.ns();
+    let keep_gil = scenario.flows.iter().any(|f| cclab_cc::registry::external::is_registered(&f.scheme));
     let (outcome, stopped_by) =
-        progress::run_detached(py, progress, duration_ns, |hook| cclab_sim::run(&scenario, &opts, hook));
+        progress::run_detached(py, progress, duration_ns, keep_gil, |hook| cclab_sim::run(&scenario, &opts, hook));
+    // A Python controller that raised after the last progress call.
+    if let Some(e) = stopped_by.is_none().then(pycc::take_error).flatten() {
+        return Err(e);
+    }
     match outcome {
         Ok(out) => output::to_dict(py, &scenario, out),
         Err(SimError::Interrupted(message)) => Err(stopped_by.unwrap_or_else(|| errors::interrupted(&message))),
@@ -92,6 +99,17 @@ fn build_info(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     Ok(info)
 }
 
+/// The engines this build lacks, by name, each with why (read by `cclab.engines`).
+fn unavailable_engines(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+    let d = PyDict::new(py);
+    if !cfg!(target_os = "linux") {
+        d.set_item("emu", "the emulator needs Linux (network namespaces and TUN devices)")?;
+    } else if !cfg!(feature = "emu") {
+        d.set_item("emu", "this build was compiled without the `emu` Cargo feature (rebuild with default features)")?;
+    }
+    Ok(d)
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // Reach numpy's C API now, at import: done lazily at a run's first array, a Ctrl-C pending
@@ -100,8 +118,11 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     numpy::PyArray1::<u8>::zeros(m.py(), 0, false);
     m.add_function(wrap_pyfunction!(validate, m)?)?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
+    #[cfg(all(feature = "emu", target_os = "linux"))]
     emu::register(m)?;
+    m.add("UNAVAILABLE_ENGINES", unavailable_engines(m.py())?)?;
     m.add_function(wrap_pyfunction!(schemes::schemes, m)?)?;
+    pycc::register(m)?;
     m.add_function(wrap_pyfunction!(analyze::analyze, m)?)?;
     schema::register(m)?;
     presets::register(m)?;

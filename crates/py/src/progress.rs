@@ -11,17 +11,27 @@ const PROGRESS_EVERY: Duration = Duration::from_millis(250);
 /// at most every 250 ms the hook re-acquires the GIL, checks for signals and calls
 /// `progress(now_ns, duration_ns)`. An exception from either stops the engine; it is returned
 /// beside the engine's own result so the caller can re-raise the original exception.
+///
+/// With `keep_gil` the GIL stays held: a run whose controllers are Python takes it on every
+/// ACK anyway, and taking it back from a released state costs more than the hook itself.
 pub fn run_detached<T: Send>(
     py: Python<'_>,
     progress: Option<Py<PyAny>>,
     duration_ns: u64,
+    keep_gil: bool,
     engine: impl Send + FnOnce(&mut dyn FnMut(u64) -> Result<(), String>) -> T,
 ) -> (T, Option<PyErr>) {
     let mut stopped_by: Option<PyErr> = None;
     let guard = MemoryGuard::new();
-    let result = py.detach(|| {
+    let body = || {
         let mut last_call = Instant::now();
         let mut hook = |now_ns: u64| -> Result<(), String> {
+            // A Python controller that raised stops the run at once.
+            if let Some(e) = crate::pycc::take_error() {
+                let message = e.to_string();
+                stopped_by = Some(e);
+                return Err(message);
+            }
             if last_call.elapsed() < PROGRESS_EVERY {
                 return Ok(());
             }
@@ -44,7 +54,8 @@ pub fn run_detached<T: Send>(
             })
         };
         engine(&mut hook)
-    });
+    };
+    let result = if keep_gil { body() } else { py.detach(body) };
     (result, stopped_by)
 }
 

@@ -70,7 +70,7 @@ const INLINE: &[(&str, &str)] = &[
 ];
 
 fn trace_case() -> (String, String) {
-    let trace = shared_data().join("traces/TMobile-LTE-short.down");
+    let trace = test_data().join("traces/TMobile-LTE-short.down");
     let text = format!(
         "duration = \"12s\"\nseed = 5\n[link]\ntrace = {:?}\ndelay = \"20ms\"\nqueue = 200\n\
          [[flows]]\nscheme = \"sprout\"\n[[flows]]\nscheme = \"bbr\"\nstart = \"3s\"\n",

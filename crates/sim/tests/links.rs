@@ -49,7 +49,7 @@ fn poisson_link_averages_its_nominal_rate() {
 #[test]
 fn trace_link_matches_the_traces_rate() {
     for name in ["12mbps.trace", "TMobile-LTE-short.down"] {
-        let path = shared_data().join("traces").join(name);
+        let path = test_data().join("traces").join(name);
         let trace = cclab_engine::delivery::Trace::load(&path).unwrap();
         let out = run(&scenario(&saturating(&format!("trace = {:?}", path.display().to_string()), 30)), false);
         assert_conserved(&out);

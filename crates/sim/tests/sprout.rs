@@ -6,7 +6,7 @@ use common::*;
 use measure::*;
 
 fn on_verizon(scheme: &str) -> cclab_sim::RunOutput {
-    let trace = shared_data().join("traces/Verizon-LTE-short.down");
+    let trace = test_data().join("traces/Verizon-LTE-short.down");
     run(
         &scenario(&format!(
             r#"

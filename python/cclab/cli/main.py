@@ -27,6 +27,7 @@ from cclab.cli.common import (
     print_error,
     scenario_error_text,
 )
+from cclab.controller import CONTROLLERS_ENV, load_controllers
 from cclab.errors import ScenarioError, SimulationError
 
 #: The subcommand modules, in the order `cclab --help` lists them.
@@ -105,6 +106,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     # A warning (e.g. an archive index that cannot be written) is one line, as errors are.
     warnings.formatwarning = lambda message, *_args, **_kwargs: f"warning: {message}\n"
     try:
+        # Python controllers named by $CCLAB_CONTROLLERS register themselves as they import.
+        load_controllers(os.environ.get(CONTROLLERS_ENV, ""))
         code: int = args.execute(args)
         # Written out here, so that a reader gone early is caught below, not at exit.
         sys.stdout.flush()

@@ -15,9 +15,10 @@ pub fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// `../shared/data` beside the repository (where CI and developers have it).
-pub fn shared_data() -> PathBuf {
-    repo_root().join("../shared/data")
+/// The mahimahi traces the tests read, vendored in `crates/sim/tests/data/` (test fixtures, not
+/// shipped in the package; the cellular ones are mahimahi's, GPL-3+, see the NOTICE there).
+pub fn test_data() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data")
 }
 
 /// Sent = delivered + dropped + still in flight, both in the engine's counters and in the

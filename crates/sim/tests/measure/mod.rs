@@ -79,7 +79,7 @@ pub fn cv(xs: &[f64]) -> f64 {
 /// 2 million packets, so that a scheme's whole sweep, run twice, takes a few seconds in release
 /// mode.
 pub fn sweep_paths() -> Vec<(String, &'static str)> {
-    let trace = crate::common::shared_data().join("traces/Verizon-LTE-short.down");
+    let trace = crate::common::test_data().join("traces/Verizon-LTE-short.down");
     let mut paths: Vec<(String, &'static str)> = [
         ("rate = \"1Mbps\"\ndelay = \"1ms\"\nqueue = \"2\"", "30s"),
         ("rate = \"1Mbps\"\ndelay = \"200ms\"\nqueue = \"10bdp\"\nloss = 0.1", "60s"),
