@@ -11,6 +11,7 @@ import pytest
 import cclab
 from cclab import reproduce
 from cclab.archive_index import runs
+from cclab.data import package_data
 from cclab.report import write_report
 from cclab.report.loading import load_run
 
@@ -122,5 +123,8 @@ def test_quick_bundler_reproduction_holds_qualitatively(tmp_path) -> None:
     assert table["in-network"] <= table["bundler"] * 1.02, table
 
 
-def test_reproduce_finds_the_repository_scenarios() -> None:
-    assert reproduce.scenario_path("bundler") == REPO / "scenarios" / "repro" / "bundler.toml"
+def test_reproduce_finds_the_shipped_scenarios() -> None:
+    # The package's own copy (a wheel ships it), which the checkout's scenarios/ links to.
+    found = reproduce.scenario_path("bundler")
+    assert found == package_data("scenarios", "repro", "bundler.toml")
+    assert found.samefile(REPO / "scenarios" / "repro" / "bundler.toml")

@@ -566,7 +566,7 @@ fn queue_disciplines_policer_and_ack_aggregation() {
     }
 
     // The Pantheon's ACK aggregation: ten opportunities every 200 ms on the ACK path.
-    let trace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/traces/10-every-200.trace");
+    let trace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../python/cclab/data/traces/10-every-200.trace");
     if trace.exists() {
         let out = emulate(&format!(
             r#"

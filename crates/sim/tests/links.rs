@@ -302,7 +302,8 @@ fn delay_jitter_keeps_a_saturated_flow_in_order() {
 
 #[test]
 fn an_unreadable_reverse_trace_names_its_key() {
-    let s = scenario(&saturating("rate = \"12Mbps\"\n        reverse_trace = \"/nonexistent/ack.trace\"", 1));
-    let e = cclab_sim::run(&s, &cclab_sim::RunOptions { log_packets: false }, &mut |_| Ok(())).unwrap_err();
+    // Validation reads every file a run would (issue 16), so the error comes before any run.
+    let text = saturating("rate = \"12Mbps\"\n        reverse_trace = \"/nonexistent/ack.trace\"", 1);
+    let e = cclab_sim::parse_scenario(&text, "test.toml", &toml::Table::new()).unwrap_err();
     assert!(e.to_string().contains("link.reverse_trace"), "{e}");
 }
