@@ -5,11 +5,12 @@ moments and disk faults, with a count of every way cclab can misbehave.
     .venv/bin/python scripts/fuzz_campaign.py --inputs 300 --seed 7
 
 Readers: scenario files (`cclab validate`, and `cclab run` on those that validate), trace files
-(through a scenario), mahimahi link logs (`cclab import mahimahi`), Pantheon data directories
-(datalink logs, metadata, stats; `cclab import pantheon`), and special files (FIFOs, /dev/zero,
-directories) in each place. Inputs go through the real command-line entry point
-(`cclab.cli.main.main`) in a harness process that runs many of them (a fresh process per input
-would spend the campaign importing numpy), under a 4 GB address-space limit and a time limit;
+and request-size CDFs (through a scenario; a few CDFs that validate are run too), mahimahi link
+logs (`cclab import mahimahi`), Pantheon data directories (datalink logs, metadata, stats;
+`cclab import pantheon`), and special files (FIFOs, /dev/zero, directories) in each place.
+Inputs go through the real command-line entry point (`cclab.cli.main.main`) in a harness
+process that runs many of them (a fresh process per input would spend the campaign importing
+numpy), under a 4 GB address-space limit and a time limit;
 a harness that dies is restarted and the input counted by how it died.
 
 Counted, each must be 0: aborts (the process died of a signal), panics (a Rust panic reached
@@ -19,8 +20,6 @@ alive after their experiment was SIGKILLed), half-marked runs (a complete-lookin
 after a kill), and garbage imports (an import that succeeds on a hostile value, or whose numbers
 are not physical). Reported beside them: clean refusals, successes, and runs stopped by their
 time limit (valid scenarios that simulate long, not hangs).
-
-The CDF reader (the workloads issue) is not here yet; add a generator when it lands.
 """
 
 from __future__ import annotations
@@ -212,6 +211,10 @@ def datalink_log(rng: random.Random, flows: int) -> list[str]:
 
 
 TRACE_SCENARIO = '[link]\ntrace = "{trace}"\ndelay = "10ms"\n[[flows]]\nscheme = "cubic"\n'
+CDF_SCENARIO = (
+    'duration = "3s"\n[link]\nrate = "50Mbps"\ndelay = "10ms"\nqueue = "1bdp"\n[[flows]]\n'
+    'scheme = "cubic"\ntraffic = "requests"\n[flows.requests]\ncdf = "{cdf}"\nload = "{load}"\n'
+)
 
 
 def physical(run_dir: Path) -> list[str]:
@@ -275,7 +278,11 @@ def campaign(n_inputs: int, seed: int, work: Path) -> Tally:
     traces = [ln for ln in ["1", "1", "2", "5", "5", "5", "9", "12", "12", "15"]]
     special = [Path("/dev/zero"), work, work / "fifo"]
     os.mkfifo(work / "fifo")
-    per = {"scenario": 0.4, "trace": 0.15, "mahimahi": 0.2, "pantheon": 0.2, "special": 0.05}
+    cdfs = sorted((ROOT / "python/cclab/data/cdfs").glob("*_CDF"))
+    per = {
+        "scenario": 0.35, "trace": 0.12, "cdf": 0.1, "mahimahi": 0.18, "pantheon": 0.18,
+        "special": 0.07,
+    }  # fmt: skip
     try:
         for n in range(n_inputs):
             reader = rng.choices(list(per), weights=list(per.values()))[0]
@@ -309,6 +316,30 @@ def campaign(n_inputs: int, seed: int, work: Path) -> Tally:
                 path.write_text(TRACE_SCENARIO.format(trace=trace))
                 result = h.call(["validate", str(path)], INPUT_TIMEOUT_S)
                 tally.outcome(reader, result, " | ".join(lines), must_fail=False)
+            elif reader == "cdf":
+                hostile = rng.random() < 0.7
+                base_lines = rng.choice(cdfs).read_text().splitlines()
+                lines = mutate_numbers(rng, base_lines, hostile)
+                cdf = case / "sizes.cdf"
+                cdf.write_text("\n".join(lines) + "\n")
+                path = case / "s.toml"
+                load = rng.choice(["10Mbps", "40Mbps", "1Gbps", "1bps"])
+                path.write_text(CDF_SCENARIO.format(cdf=cdf, load=load))
+                result = h.call(["validate", str(path)], INPUT_TIMEOUT_S)
+                must_fail = hostile and any(
+                    v in line.split() for line in lines for v in HOSTILE_NUMBERS
+                )
+                detail = f"load {load}: " + " | ".join(lines)
+                category = tally.outcome(reader, result, detail, must_fail=must_fail)
+                if category == "ok" and rng.random() < 0.3:
+                    result = h.call(
+                        ["run", str(path), "--out", str(case / "run"), "--max-memory", "2GB"],
+                        RUN_TIMEOUT_S,
+                    )
+                    if result["kind"] == "timeout":
+                        tally.note("run-time-limit", "cdf-run", detail)
+                    else:
+                        tally.outcome("cdf-run", result, detail, must_fail=False)
             elif reader == "mahimahi":
                 hostile = rng.random() < 0.7
                 lines = mutate_numbers(rng, mahimahi_log(rng), hostile)
@@ -354,12 +385,16 @@ def campaign(n_inputs: int, seed: int, work: Path) -> Tally:
                         tally.note("garbage-import", reader, problem)
             else:
                 thing = rng.choice(special)
-                where = rng.choice(["scenario", "trace", "mahimahi", "pantheon"])
+                where = rng.choice(["scenario", "trace", "cdf", "mahimahi", "pantheon"])
                 if where == "scenario":
                     args = ["validate", str(thing)]
                 elif where == "trace":
                     path = case / "s.toml"
                     path.write_text(TRACE_SCENARIO.format(trace=thing))
+                    args = ["validate", str(path)]
+                elif where == "cdf":
+                    path = case / "s.toml"
+                    path.write_text(CDF_SCENARIO.format(cdf=thing, load="10Mbps"))
                     args = ["validate", str(path)]
                 elif where == "mahimahi":
                     args = ["import", "mahimahi", str(thing), "--out", str(case / "imp")]
@@ -403,6 +438,17 @@ def alive(pid: int) -> bool:
         return False
 
 
+def whole_experiment(out: Path, runs: int) -> bool:
+    """Whether a directory marked complete holds every run it lists, each with its results."""
+    manifest = json.loads((out / "experiment.json").read_text())
+    entries = manifest.get("runs", [])
+    return (
+        manifest.get("complete") is True
+        and len(entries) == runs
+        and all((out / r["dir"] / "meta.json").exists() for r in entries if r["status"] == "ok")
+    )
+
+
 def kills(n: int, seed: int, work: Path, tally: Tally) -> None:
     """SIGKILL (and SIGTERM, SIGINT) of `cclab experiment` at random moments."""
     rng = random.Random(seed)
@@ -441,8 +487,10 @@ def kills(n: int, seed: int, work: Path, tally: Tally) -> None:
         tally.note("orphaned" if orphans else "ok-kill", "kill", f"{detail}: {sorted(orphans)}")
         if "Traceback" in err or "panicked" in err:
             tally.note("traceback", "kill", f"{detail}: {err[-400:]}")
-        complete = out / "experiment.json"
-        if p.returncode != 0 and complete.exists():
+        # A signal may land after the experiment finished (runs take a fraction of a second
+        # each): a complete experiment.json is then right. Half-marked is one that claims
+        # completion while a run it lists is missing.
+        if (out / "experiment.json").exists() and not whole_experiment(out, runs=6):
             tally.note("half-marked", "kill", detail)
 
 

@@ -89,6 +89,7 @@ def test_kept_crashers_are_refused_or_physical(path, tmp_path):
 
 @settings(max_examples=max(EXAMPLES // 5, 10), deadline=None)
 @given(text=log_text)
+@example(text="1 # 1504\n1 - 1504 22\n")  # the campaign's find: departures, no arrival
 def test_a_mahimahi_import_is_refused_or_physical(tmp_path_factory, text):
     base = tmp_path_factory.mktemp("imp")
     log = base / "link.log"

@@ -17,6 +17,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("BIG_CDF", include_str!("../../../python/cclab/data/cdfs/BIG_CDF")),
 ];
 
+/// The largest request a distribution may name: 1 TB. A bigger "request" is a bulk transfer
+/// (`traffic = "bulk"`), and sizes near f64's range would make the arrival process meaningless.
+pub const MAX_REQUEST_BYTES: f64 = 1e12;
+
 /// A piecewise-linear CDF over request sizes in bytes.
 #[derive(Clone, Debug, PartialEq)]
 pub struct EmpiricalCdf {
@@ -47,8 +51,10 @@ impl EmpiricalCdf {
             };
             let size: f64 = size.parse().map_err(|_| at(format!("`{size}` is not a size in bytes")))?;
             let p: f64 = p.parse().map_err(|_| at(format!("`{p}` is not a probability")))?;
-            if !(size.is_finite() && size >= 0.0) {
-                return Err(at(format!("size {size} must be a finite number of bytes ≥ 0")));
+            if !(size.is_finite() && (0.0..=MAX_REQUEST_BYTES).contains(&size)) {
+                return Err(at(format!(
+                    "size {size} must be a number of bytes from 0 to {MAX_REQUEST_BYTES:e} (larger transfers are bulk flows)"
+                )));
             }
             if !(0.0..=1.0).contains(&p) {
                 return Err(at(format!("cdf value {p} is not in [0, 1]")));
@@ -67,7 +73,18 @@ impl EmpiricalCdf {
             Some(&(_, p)) if (p - 1.0).abs() > 1e-9 => {
                 Err(format!("{file}:{last_line}: the last cdf value is {p}; a CDF must end at 1"))
             }
-            Some(_) => Ok(EmpiricalCdf { points }),
+            Some(_) => {
+                let cdf = EmpiricalCdf { points };
+                // Requests are drawn at load / mean size per second: a distribution of empty
+                // requests would ask for infinitely many.
+                if cdf.mean() < 1.0 {
+                    return Err(format!(
+                        "{file}: the mean request is {} bytes; a distribution must hold requests of at least one byte on average",
+                        cdf.mean()
+                    ));
+                }
+                Ok(cdf)
+            }
         }
     }
 
@@ -76,7 +93,7 @@ impl EmpiricalCdf {
         if let Some((name, text)) = BUILTIN.iter().find(|(n, _)| *n == name_or_path) {
             return Self::parse(text, name);
         }
-        let text = std::fs::read_to_string(Path::new(name_or_path)).map_err(|e| {
+        let text = crate::input::read_text(Path::new(name_or_path), crate::input::MAX_CDF_BYTES).map_err(|e| {
             let names: Vec<&str> = BUILTIN.iter().map(|(n, _)| *n).collect();
             format!("cannot read the CDF file {name_or_path}: {e}; give a file or one of {}", names.join(", "))
         })?;
@@ -182,5 +199,18 @@ mod tests {
         let e = EmpiricalCdf::parse("0 0\n100 1.5\n", "f.cdf").unwrap_err();
         assert!(e.contains("f.cdf:2:") && e.contains("[0, 1]"), "{e}");
         assert!(EmpiricalCdf::load("NOPE_CDF").unwrap_err().contains("CAIDA_CDF"));
+    }
+
+    /// Found by the issue-16 campaign: a distribution of empty requests made the arrival
+    /// process ask for infinitely many (a hang); a 1e30-byte request validated.
+    #[test]
+    fn refuses_empty_and_unphysical_requests() {
+        let e = EmpiricalCdf::parse("0 0\n0 1\n", "f.cdf").unwrap_err();
+        assert!(e.starts_with("f.cdf:") && e.contains("at least one byte"), "{e}");
+        let e = EmpiricalCdf::parse("0 0\n1e30 1\n", "f.cdf").unwrap_err();
+        assert!(e.starts_with("f.cdf:2:") && e.contains("bulk"), "{e}");
+        // Special files are refused by the bounded reader, not read forever.
+        let e = EmpiricalCdf::load("/dev/zero").unwrap_err();
+        assert!(e.contains("/dev/zero") && e.contains("regular file"), "{e}");
     }
 }

@@ -11,6 +11,9 @@ pub const MAX_SCENARIO_BYTES: u64 = 16 << 20;
 /// The largest trace file cclab reads: one line per 1500-byte delivery opportunity, so this is
 /// about 60 million opportunities (an hour of a 250 Mbit/s link at ~12 bytes a line).
 pub const MAX_TRACE_BYTES: u64 = 768 << 20;
+/// The largest request-size CDF file cclab reads (the shipped ones are a few hundred bytes; a
+/// measured distribution with a point per distinct size stays far below this).
+pub const MAX_CDF_BYTES: u64 = 16 << 20;
 
 /// Why a file could not be read, in words for an error message (the caller names the file).
 pub fn read_text(path: &Path, limit: u64) -> Result<String, String> {

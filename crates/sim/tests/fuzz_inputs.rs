@@ -1,6 +1,7 @@
 //! Fuzzing of every parser a user's file reaches, on stable Rust inside `cargo test` (proptest):
-//! the scenario loader (TOML → schema → relations → schemes → resource model) and the mahimahi
-//! trace parser. Inputs are mutations of the corpus in `tests/fuzz/{scenario,trace}/` with the
+//! the scenario loader (TOML → schema → relations → schemes → resource model), the mahimahi
+//! trace parser and the request-size CDF parser. Inputs are mutations of the corpus in
+//! `tests/fuzz/{scenario,trace,cdf}/` with the
 //! values a hostile user types (1e999, -1, 99999999999999999999h, 1ns, 1000Tbps, 10^9 ...);
 //! every file in `tests/fuzz/crashers/` (an input that once crashed a parser) is replayed first.
 //!
@@ -9,9 +10,8 @@
 //! `CCLAB_FUZZ_CASES` (default 2000, about a second; CI's `make test` runs the default). A failure
 //! is shrunk by proptest and kept in `fuzz_inputs.proptest-regressions` beside this file:
 //! commit it, and add the input to `tests/fuzz/crashers/` as well.
-//!
-//! The CDF parser (the workloads issue) gets its target here when it lands.
 
+use cclab_core::cdf::{EmpiricalCdf, MAX_REQUEST_BYTES};
 use cclab_engine::delivery::Trace;
 use proptest::prelude::*;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -175,6 +175,32 @@ fn check_trace(text: &str) {
     assert!(outcome.is_ok(), "the trace parser panicked on:\n{text:?}");
 }
 
+/// A parsed CDF must have a mean the arrival process can use (≥ 1 byte, finite) and answer
+/// every quantile with a size in range.
+fn check_cdf(text: &str) {
+    let outcome = catch_unwind(AssertUnwindSafe(|| match EmpiricalCdf::parse(text, "fuzzed.cdf") {
+        Ok(cdf) => {
+            let mean = cdf.mean();
+            assert!(mean.is_finite() && mean >= 1.0, "mean {mean} for:\n{text}");
+            for u in [0.0, 1e-12, 0.5, 0.999_999, 1.0 - f64::EPSILON] {
+                let q = cdf.quantile(u);
+                assert!((0.0..=MAX_REQUEST_BYTES).contains(&q), "quantile({u}) = {q} for:\n{text}");
+            }
+        }
+        Err(e) => assert!(e.starts_with("fuzzed.cdf"), "{e}"),
+    }));
+    assert!(outcome.is_ok(), "the CDF parser panicked on:\n{text:?}");
+}
+
+/// Trace and CDF lines have no `=`: value edits become whole hostile lines.
+fn apply_to_lines(text: &str, edits: &[Edit]) -> String {
+    apply(&text.lines().map(|l| format!("t={l}")).collect::<Vec<_>>().join("\n"), edits)
+        .lines()
+        .map(|l| l.split_once('=').map_or(l, |(_, v)| v).trim().trim_matches('"').to_string())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 #[test]
 fn the_corpus_and_every_kept_crasher_load_without_panicking() {
     for (_, text) in corpus("scenario").iter().chain(&corpus("crashers")) {
@@ -192,6 +218,13 @@ fn the_corpus_and_every_kept_crasher_load_without_panicking() {
     for text in ["", "18446744073709551615", "1\n0", "-1", "1e3", "0\n0", "31622400000\n31622400001"] {
         check_trace(text);
     }
+    for (_, text) in corpus("cdf").iter().chain(&corpus("crashers")) {
+        check_cdf(text);
+    }
+    // The campaign's finds: empty requests (an endless arrival process), 1e30-byte requests.
+    for text in ["0 0\n0 1", "0 0\n1e30 1", "0 1", "1 1", "0 0\n1e12 1"] {
+        check_cdf(text);
+    }
 }
 
 proptest! {
@@ -208,13 +241,20 @@ proptest! {
     fn mutated_traces_parse_or_fail_cleanly(seed in any::<prop::sample::Index>(), edits in prop::collection::vec(edit(), 1..6)) {
         let seeds = corpus("trace");
         let (_, text) = &seeds[seed.index(seeds.len())];
-        // Trace lines have no `=`: turn value edits into whole hostile lines.
-        let text = apply(&text.lines().map(|l| format!("t={l}")).collect::<Vec<_>>().join("\n"), &edits)
-            .lines()
-            .map(|l| l.split_once('=').map_or(l, |(_, v)| v).trim().trim_matches('"').to_string())
-            .collect::<Vec<_>>()
-            .join("\n");
-        check_trace(&text);
+        check_trace(&apply_to_lines(text, &edits));
+    }
+
+    #[test]
+    fn mutated_cdfs_parse_or_fail_cleanly(seed in any::<prop::sample::Index>(), edits in prop::collection::vec(edit(), 1..6)) {
+        let seeds = corpus("cdf");
+        let (_, text) = &seeds[seed.index(seeds.len())];
+        check_cdf(&apply_to_lines(text, &edits));
+    }
+
+    #[test]
+    fn arbitrary_numbers_in_cdfs(points in prop::collection::vec((any::<f64>(), any::<f64>()), 0..20)) {
+        let text: Vec<String> = points.iter().map(|(s, p)| format!("{s} {p}")).collect();
+        check_cdf(&text.join("\n"));
     }
 
     #[test]

@@ -144,6 +144,19 @@ def _check_range(
         )
 
 
+def require_packets(log: LinkLog) -> None:
+    """Refuses a log no run can be made of: no packet crossed the link, or packets left it
+    that never entered (every `-` line has its `+` line in a whole mm-link log)."""
+    if len(log.arrival_us) == 0 and len(log.departure_us) == 0:
+        raise LogFormatError(f"{log.path}: no `+` or `-` lines: no packet crossed this link")
+    if len(log.arrival_us) == 0:
+        raise LogFormatError(
+            f"{log.path}: {len(log.departure_us)} departures (`-` lines) but no arrivals "
+            "(`+` lines); every packet that leaves a link entered it, so the log is cut or "
+            "not an mm-link log"
+        )
+
+
 def read_link_log(path: str | Path) -> LinkLog:
     """Reads a mahimahi link log or a Pantheon datalink log."""
     path = Path(path)

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from cclab.experiment_dir import new_archive_dir
-from cclab.importers.link_log import LogFormatError, read_link_log
+from cclab.importers.link_log import LogFormatError, read_link_log, require_packets
 from cclab.importers.log_run import import_log, save_imported_run, to_run_result
 
 ENGINE = "import:mahimahi"
@@ -37,8 +37,7 @@ def import_mahimahi(
             f"{log_path}: lines carry flow ids, so this is a Pantheon datalink log; import its "
             "folder with `cclab import pantheon DIR`"
         )
-    if len(log.arrival_us) == 0 and len(log.departure_us) == 0:
-        raise LogFormatError(f"{log_path}: no `+` or `-` lines: no packet crossed this link")
+    require_packets(log)
     imported = import_log(log, [scheme])
     run_name = name or log_path.stem
     direction = (log.header_value("mahimahi mm-link") or "").split(" ")[0]

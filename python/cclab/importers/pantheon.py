@@ -24,7 +24,12 @@ from cclab.experiment_dir import (
     new_archive_dir,
     staged_experiment,
 )
-from cclab.importers.link_log import LogFormatError, check_readable, read_link_log
+from cclab.importers.link_log import (
+    LogFormatError,
+    check_readable,
+    read_link_log,
+    require_packets,
+)
 from cclab.importers.log_run import import_log, save_imported_run, to_run_result
 from cclab.importers.pantheon_stats import compare, read_stats
 from cclab.provenance import environment
@@ -155,8 +160,7 @@ def _import_run(
 ) -> dict[str, Any]:
     t0 = time.perf_counter()
     log = read_link_log(path)
-    if len(log.arrival_us) == 0 and len(log.departure_us) == 0:
-        raise LogFormatError(f"{path}: no `+` or `-` lines: no packet crossed the link")
+    require_packets(log)
     n_flows = max(log.flows) + 1 if log.flows else 1
     imported = import_log(log, [cc] * n_flows)
     result = to_run_result(
