@@ -43,6 +43,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 ROOT = Path(__file__).resolve().parent.parent
 HARNESS_AS_LIMIT = 4 * 1024**3
 INPUT_TIMEOUT_S = 60.0
@@ -414,27 +416,17 @@ def campaign(n_inputs: int, seed: int, work: Path) -> Tally:
 
 
 def descendants(pid: int) -> set[int]:
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            children.setdefault(int(fields[1]), []).append(int(entry.name))
-    found: set[int] = set()
-    todo = [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.add(child)
-            todo.append(child)
-    return found
+    """Every live process below `pid`."""
+    with contextlib.suppress(psutil.NoSuchProcess):
+        return {child.pid for child in psutil.Process(pid).children(recursive=True)}
+    return set()
 
 
 def alive(pid: int) -> bool:
+    """Whether `pid` runs (a zombie has finished; only its exit status waits to be read)."""
     try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
         return False
 
 

@@ -25,6 +25,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import psutil
+
 ROOT = Path(__file__).resolve().parent.parent
 CCLAB = str(Path(sys.executable).parent / "cclab")
 #: Address-space limit of every command: large enough for any sane run, small enough that an
@@ -202,30 +204,18 @@ def _long_run(tmp: Path) -> list[str]:
 
 
 def _descendants(pid: int) -> set[int]:
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        children.setdefault(int(fields[1]), []).append(int(entry.name))
-    found: set[int] = set()
-    todo = [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.add(child)
-            todo.append(child)
-    return found
+    """Every live process below `pid`."""
+    with contextlib.suppress(psutil.NoSuchProcess):
+        return {child.pid for child in psutil.Process(pid).children(recursive=True)}
+    return set()
 
 
 def _alive(pid: int) -> bool:
+    """Whether `pid` runs (a zombie has finished; only its exit status waits to be read)."""
     try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
         return False
-    return state != "Z"
 
 
 @case(3, "SIGKILL of `cclab experiment` leaves no workers")

@@ -16,6 +16,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 
 from cclab.batch import LocalPoolExecutor, Plan, RunSpec, run_batch
@@ -43,22 +44,10 @@ count = 4
 
 
 def descendants(pid: int) -> set[int]:
-    """Every live process below `pid`, from /proc (Linux)."""
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            children.setdefault(int(fields[1]), []).append(int(entry.name))
-    found: set[int] = set()
-    todo = [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.add(child)
-            todo.append(child)
-    return found
+    """Every live process below `pid`."""
+    with contextlib.suppress(psutil.NoSuchProcess):
+        return {child.pid for child in psutil.Process(pid).children(recursive=True)}
+    return set()
 
 
 def pool_workers(pid: int) -> set[int]:
@@ -76,11 +65,11 @@ def pool_workers(pid: int) -> set[int]:
 
 
 def alive(pid: int) -> bool:
+    """Whether `pid` runs (a zombie has finished; only its exit status waits to be read)."""
     try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
         return False
-    return state != "Z"
 
 
 def wait_gone(pids: set[int], timeout: float) -> set[int]:
