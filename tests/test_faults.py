@@ -217,6 +217,22 @@ def test_ctrl_c_while_the_command_starts_exits_130_quietly(tmp_path, moment):
     assert not (tmp_path / "r").exists()
 
 
+def test_ctrl_c_after_the_command_returned_does_not_kill_it(tmp_path):
+    """The interpreter's shutdown resets Python's SIGINT handler to the default, so a Ctrl-C
+    landing after a command succeeded killed it by signal (status -2; the campaign's find).
+    The command's tail ignores it: the process exits with the command's own status."""
+    script = tmp_path / "cclab"  # quiet_end acts only in the `cclab` command
+    script.write_text(
+        "import os, signal\n"
+        "from cclab._startup import quiet_end\n"
+        "quiet_end()\n"
+        "os.kill(os.getpid(), signal.SIGINT)\n"
+        "print('exited normally')\n"
+    )
+    p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True)
+    assert (p.returncode, p.stdout.strip()) == (0, "exited normally"), p.stderr
+
+
 def _mount(path: Path, *options: str) -> Iterator[Path]:
     path.mkdir()
     done = subprocess.run(

@@ -2,7 +2,10 @@
 core take a second or two, and a KeyboardInterrupt raised inside one of them is a traceback (or,
 inside the core's first use of numpy, a panic). For the command only, this module makes SIGINT
 end the process quietly with status 130 until `quiet_start_done()` (called by the CLI's `main`
-once it has parsed its arguments) hands Ctrl-C back to Python. A program that imports cclab as a
+once it has parsed its arguments) hands Ctrl-C back to Python. From `quiet_end()` (the command has
+returned, its work is written) to the exit, Ctrl-C is ignored: the interpreter's shutdown resets
+Python-level handlers to the default, so a late Ctrl-C would otherwise kill the process by SIGINT
+after it succeeded. A program that imports cclab as a
 library keeps Python's own handling throughout.
 
 Imported first by `cclab/__init__.py`; must import nothing of cclab.
@@ -46,3 +49,11 @@ def quiet_start_done() -> None:
 
 if _is_cclab_command():
     quiet_start()
+
+
+def quiet_end() -> None:
+    """The command has returned: a Ctrl-C from here to the exit is ignored (SIG_IGN survives the
+    interpreter's shutdown; a Python handler does not)."""
+    if _is_cclab_command():
+        with suppress(ValueError):
+            signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Protocol
 
 from cclab import __version__, _core
-from cclab._startup import quiet_start_done
+from cclab._startup import quiet_end, quiet_start_done
 from cclab.cli.common import (
     EXIT_BROKEN_PIPE,
     EXIT_ERROR,
@@ -137,3 +137,5 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    finally:
+        quiet_end()
