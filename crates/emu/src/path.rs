@@ -18,6 +18,7 @@ use crate::endpoint::Stop;
 use crate::packet::{parse_ipv4, segment_count, tcp_segment_range, write_segment, Ipv4Info, PROTO_TCP, PROTO_UDP};
 use crate::records::{Msg, RecordBatcher};
 use crate::sys::{self, Clock};
+use crate::timing::{self, Plan, WakeLatency};
 use crate::tun::{Tun, VnetHdr, VNET_HDR_LEN};
 use cclab_core::record::{Fate, PacketKind, PacketRecord, NEVER};
 use cclab_engine::bottleneck::Bottleneck;
@@ -185,8 +186,12 @@ pub(crate) struct PathConfig {
 /// How a forwarding thread runs (it may serve both directions).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct ThreadConfig {
-    /// Spin instead of sleeping when the next due time is this close.
+    /// Spin instead of sleeping when the planned wake-up is this close (a shorter sleep is not
+    /// worth its wake-up).
     pub spin_ns: u64,
+    /// How late past its model time a packet may be written so that one wake-up can release
+    /// several (`timing::tolerance_ns`).
+    pub tolerance_ns: u64,
     /// Pin the thread to the CPU it starts on (when the process may use more than one).
     pub pin: bool,
     /// Real-time priority for the thread (None: an ordinary thread).
@@ -559,10 +564,37 @@ impl<'a> Path<'a> {
     }
 }
 
+/// What a forwarding thread reports at the end: what it cost and how it slept.
+#[derive(Clone, Debug, Default)]
+pub struct ThreadStats {
+    /// CPU time of the thread (user + system: the system part includes the receiving kernels'
+    /// work done inside its TUN writes), ns.
+    pub cpu_ns: u64,
+    /// Sleeps that ended by their timer, and by a packet arriving.
+    pub timer_wakeups: u64,
+    pub io_wakeups: u64,
+    /// Loop turns that polled the devices again instead of sleeping.
+    pub spins: u64,
+    /// Lateness of timed wake-ups, µs: median and 99th percentile; and the margin the thread
+    /// ended up aiming before due times, ns.
+    pub wake_late_p50_us: f64,
+    pub wake_late_p99_us: f64,
+    pub wake_margin_ns: u64,
+    /// Whether the thread got the real-time priority it asked for.
+    pub realtime: bool,
+}
+
 /// Forwards on the current thread, for every path given, until `stop` or the end time; then
 /// records what is still inside as in flight. One thread may serve both directions: while it
-/// spins for the next data departure it also picks up ACKs, with no wake-ups at all.
-pub(crate) fn drive(mut paths: Vec<Path<'_>>, th: ThreadConfig, stop: &AtomicBool) -> io::Result<Vec<PathStats>> {
+/// waits for the next data departure it also picks up ACKs.
+///
+/// Sleeping and spinning follow [`timing`]: each wake-up releases everything due, and is timed
+/// as late as the tolerance allows, so that one wake-up serves as many departures as it can.
+pub(crate) fn drive(
+    mut paths: Vec<Path<'_>>,
+    th: ThreadConfig,
+    stop: &AtomicBool,
+) -> io::Result<(Vec<PathStats>, ThreadStats)> {
     sys::set_timer_slack_1ns();
     if th.pin && sys::cpus_available() >= 2 {
         // SAFETY: sched_getcpu has no arguments.
@@ -571,16 +603,25 @@ pub(crate) fn drive(mut paths: Vec<Path<'_>>, th: ThreadConfig, stop: &AtomicBoo
             let _ = sys::pin_to_cpu(cpu as usize);
         }
     }
-    let Some(clock) = paths.first().map(|p| p.clock) else { return Ok(Vec::new()) };
+    let cpu_start = sys::thread_cpu_ns();
+    let Some(clock) = paths.first().map(|p| p.clock) else { return Ok((Vec::new(), ThreadStats::default())) };
     let mut duty = sys::RtDuty::start(th.rt_priority, &clock);
     let mut pfds: Vec<libc::pollfd> =
         paths.iter().map(|p| libc::pollfd { fd: p.input.raw_fd(), events: libc::POLLIN, revents: 0 }).collect();
     let mut buf = vec![0u8; READ_BUF];
     let end = th.end;
+    let mut wake = WakeLatency::new();
+    let mut ts = ThreadStats::default();
+    // Which inputs to read this turn: those the last poll found readable (reading the others
+    // would only return EAGAIN, one system call each).
+    let mut readable = vec![true; paths.len()];
     while !stop.load(Ordering::Relaxed) && clock.now() < end {
         let mut more = false;
-        for p in paths.iter_mut() {
-            more |= p.read_some(&mut buf, end)?;
+        for (p, r) in paths.iter_mut().zip(readable.iter_mut()) {
+            if *r {
+                *r = p.read_some(&mut buf, end)?;
+                more |= *r;
+            }
         }
         let now = clock.now().min(end);
         for p in paths.iter_mut() {
@@ -591,30 +632,53 @@ pub(crate) fn drive(mut paths: Vec<Path<'_>>, th: ThreadConfig, stop: &AtomicBoo
             continue; // more may be waiting
         }
         let now = clock.now();
-        match paths.iter().filter_map(|p| p.next_due()).min() {
-            // Spin: poll the TUNs again.
-            Some(t) if t <= now + th.spin_ns => duty.turn(&clock),
-            next => {
-                let until = next.map_or(end, |t| (t - th.spin_ns).min(end));
-                let sleep = until.saturating_sub(now).clamp(1, MAX_SLEEP_NS);
-                sys::wait_any_readable(&mut pfds, sleep)?;
-                duty.blocked(&clock);
+        let next = paths.iter().filter_map(|p| p.next_due()).min();
+        let timeout = match timing::plan(now, next, end, th.tolerance_ns, wake.margin_ns(), th.spin_ns) {
+            Plan::Spin => 0,
+            Plan::SleepUntil(until) => until.min(now + MAX_SLEEP_NS) - now,
+        };
+        // A zero timeout only looks (one system call for every input); otherwise it sleeps
+        // until an input is readable or the time comes.
+        let ready = sys::wait_any_readable(&mut pfds, timeout)?;
+        for (r, pfd) in readable.iter_mut().zip(&pfds) {
+            *r = pfd.revents != 0;
+        }
+        if timeout == 0 {
+            ts.spins += 1;
+            duty.turn(&clock);
+        } else {
+            if ready == 0 {
+                ts.timer_wakeups += 1;
+                wake.observe(now + timeout, clock.now());
+            } else {
+                ts.io_wakeups += 1;
             }
+            duty.blocked(&clock);
         }
     }
-    let realtime = duty.realtime();
-    Ok(paths.into_iter().map(|p| PathStats { realtime, ..p.finish_run() }).collect())
+    ts.realtime = duty.realtime();
+    ts.wake_late_p50_us = wake.quantile_us(0.5);
+    ts.wake_late_p99_us = wake.quantile_us(0.99);
+    ts.wake_margin_ns = wake.margin_ns();
+    let stats = paths.into_iter().map(|p| PathStats { realtime: ts.realtime, ..p.finish_run() }).collect();
+    ts.cpu_ns = sys::thread_cpu_ns().saturating_sub(cpu_start);
+    Ok((stats, ts))
 }
 
 /// Runs [`drive`] and reports a failure to the main thread.
-pub(crate) fn run_paths(paths: Vec<Path<'_>>, th: ThreadConfig, stop: Stop, tx: mpsc::Sender<Msg>) -> Vec<PathStats> {
+pub(crate) fn run_paths(
+    paths: Vec<Path<'_>>,
+    th: ThreadConfig,
+    stop: Stop,
+    tx: mpsc::Sender<Msg>,
+) -> (Vec<PathStats>, ThreadStats) {
     let names: Vec<&str> = paths.iter().map(|p| p.cfg.name).collect::<Vec<_>>();
     let n = paths.len();
     match drive(paths, th, stop.flag()) {
         Ok(s) => s,
         Err(e) => {
             let _ = tx.send(Msg::Failed(format!("the {} path stopped: {e}", names.join("/"))));
-            vec![PathStats::default(); n]
+            (vec![PathStats::default(); n], ThreadStats::default())
         }
     }
 }

@@ -35,6 +35,21 @@ pub fn mono_ns() -> u64 {
     ts.tv_sec() as u64 * 1_000_000_000 + ts.tv_nsec() as u64
 }
 
+/// CPU time this thread has used (user + system), ns.
+pub fn thread_cpu_ns() -> u64 {
+    cpu_ns(ClockId::CLOCK_THREAD_CPUTIME_ID)
+}
+
+/// CPU time the whole process has used (user + system, all threads), ns.
+pub fn process_cpu_ns() -> u64 {
+    cpu_ns(ClockId::CLOCK_PROCESS_CPUTIME_ID)
+}
+
+fn cpu_ns(id: ClockId) -> u64 {
+    // Both CPU-time clocks exist on every Linux since 2.6.12; a failure would leave 0 (no figure).
+    clock_gettime(id).map_or(0, |ts| ts.tv_sec() as u64 * 1_000_000_000 + ts.tv_nsec() as u64)
+}
+
 /// Run-relative time: ns since the run's origin, as the packet records count it.
 #[derive(Clone, Copy, Debug)]
 pub struct Clock {
@@ -151,18 +166,27 @@ pub fn wait_fd(fd: impl AsFd, events: PollFlags, timeout_ns: Option<u64>) -> io:
     }
 }
 
-/// Waits until any of `pfds` (built with `POLLIN`) is readable or `timeout_ns` passes.
+/// Waits until any of `pfds` (built with `POLLIN`) is readable or `timeout_ns` passes (0: only
+/// looks); returns how many are ready, each with its `revents` set. A signal, which ends the
+/// wait early, counts as every descriptor ready (their reads then say EAGAIN), so that an
+/// interrupted wait is never taken for the timer.
 ///
 /// Raw libc: the path threads keep their descriptors as a `libc::pollfd` array, which nix's
 /// `ppoll` (taking its own `PollFd`, each borrowing a descriptor) cannot be handed without
 /// rebuilding it on every wait.
 #[inline]
-pub fn wait_any_readable(pfds: &mut [libc::pollfd], timeout_ns: u64) -> io::Result<()> {
+pub fn wait_any_readable(pfds: &mut [libc::pollfd], timeout_ns: u64) -> io::Result<usize> {
     let ts = timespec(timeout_ns);
     // SAFETY: pfds is a valid array of pfds.len() pollfds; ts is a live timespec.
     let n = unsafe { libc::ppoll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, ts.as_ref(), std::ptr::null()) };
     match Errno::result(n) {
-        Ok(_) | Err(Errno::EINTR) => Ok(()),
+        Ok(n) => Ok(n as usize),
+        Err(Errno::EINTR) => {
+            for p in pfds.iter_mut() {
+                p.revents = libc::POLLIN;
+            }
+            Ok(pfds.len())
+        }
         Err(e) => Err(e.into()),
     }
 }
