@@ -61,6 +61,10 @@ struct Args {
     /// (µs; default: half a packet time at the link's rate, at most 80).
     #[arg(long, value_name = "US")]
     tolerance_us: Option<u64>,
+    /// Writes every segment to the receiver on its own instead of merging the segments of a
+    /// TCP flow that leave together into one GSO write (as a receiving NIC's GRO would).
+    #[arg(long)]
+    no_gro: bool,
 }
 
 /// The default priority, as `--rt` shows it: the engine's own default, 0 when that is off.
@@ -92,6 +96,7 @@ impl Args {
             tolerance_us: self.tolerance_us,
             rt_priority: (self.rt > 0).then_some(self.rt),
             single_thread: !self.two_threads,
+            receive_offload: !self.no_gro,
         };
         (self.scenario, overrides, opts)
     }
@@ -181,9 +186,11 @@ fn report(out: &EmuOutput, prop_ns: u64) {
     }
     for (name, p) in [("data", &out.emu.forward), ("ack", &out.emu.reverse)] {
         println!(
-            "{name}_path: realtime = {}  reads = {}  packets = {}  unclassified = {}  device_drops = {}  early_writes = {}  late_p50_us = {}  late_p99_us = {}  late_max_us = {}",
+            "{name}_path: realtime = {}  reads = {}  merged_writes = {}  merged_packets = {}  packets = {}  unclassified = {}  device_drops = {}  early_writes = {}  late_p50_us = {}  late_p99_us = {}  late_max_us = {}",
             p.realtime,
             p.reads,
+            p.merged_writes,
+            p.merged_packets,
             p.packets,
             p.unclassified,
             p.device_drops,

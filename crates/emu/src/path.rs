@@ -15,7 +15,10 @@
 //! is recorded with its true (late) arrival time, and the lateness is reported, never hidden.
 
 use crate::endpoint::Stop;
-use crate::packet::{parse_ipv4, segment_count, tcp_segment_range, write_segment, Ipv4Info, PROTO_TCP, PROTO_UDP};
+use crate::packet::{
+    can_follow, mergeable, parse_ipv4, segment_count, tcp_segment_range, write_merged, write_segment, Ipv4Info,
+    Mergeable, PROTO_TCP, PROTO_UDP,
+};
 use crate::records::{Msg, RecordBatcher};
 use crate::sys::{self, Clock};
 use crate::timing::{self, Plan, WakeLatency};
@@ -114,6 +117,12 @@ impl Pool {
     }
 
     #[inline]
+    fn slot_ref(&self, i: u32) -> &[u8] {
+        let (c, o) = (i as usize / CHUNK_SLOTS, i as usize % CHUNK_SLOTS * SLOT);
+        &self.chunks[c][o..o + SLOT]
+    }
+
+    #[inline]
     fn slot(&mut self, i: u32) -> &mut [u8] {
         let (c, o) = (i as usize / CHUNK_SLOTS, i as usize % CHUNK_SLOTS * SLOT);
         &mut self.chunks[c][o..o + SLOT]
@@ -181,6 +190,9 @@ pub(crate) struct PathConfig {
     pub link: Option<Bottleneck<Pkt>>,
     /// The delay line after the bottleneck (with its jitter, if any).
     pub prop: DelayLine<Pkt>,
+    /// Merge runs of a kernel TCP flow's segments that leave together into one GSO write, as
+    /// a receiving NIC's GRO would (`packet::mergeable`).
+    pub merge: bool,
 }
 
 /// How a forwarding thread runs (it may serve both directions).
@@ -215,6 +227,9 @@ pub struct PathStats {
     pub early_writes: u64,
     /// Whether the thread got the real-time priority it asked for.
     pub realtime: bool,
+    /// Writes that carried several segments merged (GRO-like), and the segments they carried.
+    pub merged_writes: u64,
+    pub merged_packets: u64,
 }
 
 impl PathStats {
@@ -259,6 +274,14 @@ pub(crate) struct Path<'a> {
     dropped: Vec<Pkt>,
     records: RecordBatcher,
     stats: PathStats,
+    /// Packets released together that may leave as one GSO write (`cfg.merge`): their due
+    /// times, the head's and the last one's merge view, the payload so far, and the buffer
+    /// the merged packet is built in.
+    train: Vec<(u64, Pkt)>,
+    train_head: Option<Mergeable>,
+    train_last: Option<Mergeable>,
+    train_payload: usize,
+    merged: Vec<u8>,
 }
 
 impl<'a> Path<'a> {
@@ -283,6 +306,11 @@ impl<'a> Path<'a> {
             dropped: Vec::new(),
             records: RecordBatcher::new(tx),
             stats: PathStats { lateness_us: vec![0; LATENESS_BUCKETS], ..Default::default() },
+            train: Vec::new(),
+            train_head: None,
+            train_last: None,
+            train_payload: 0,
+            merged: Vec::new(),
         }
     }
 
@@ -496,14 +524,85 @@ impl<'a> Path<'a> {
                 }
             }
         }
+        self.flush_train();
     }
 
-    /// Writes a packet due at model time `due` to the far side's TUN and records its arrival.
+    /// Sends a packet due at model time `due` on to the far side's TUN: at once, or as part of
+    /// a train of segments that leave together in one GSO write (flushed when the next packet
+    /// cannot join it, and at the end of every `advance`).
     fn write_out(&mut self, due: u64, p: Pkt) {
+        let tcp =
+            self.cfg.merge && self.cfg.flows.transports.get(p.flow as usize).is_some_and(|t| *t == Transport::Tcp);
+        let m = if tcp { mergeable(&self.pool.slot_ref(p.slot)[VNET_HDR_LEN..p.io_len as usize]) } else { None };
+        let Some(m) = m else {
+            self.flush_train();
+            self.write_one(due, p);
+            return;
+        };
+        if let (Some(head), Some(last), Some(&(_, first))) = (self.train_head, self.train_last, self.train.first()) {
+            let head_ip = &self.pool.slot_ref(first.slot)[VNET_HDR_LEN..first.io_len as usize];
+            let ip = &self.pool.slot_ref(p.slot)[VNET_HDR_LEN..p.io_len as usize];
+            if first.flow == p.flow && can_follow(head_ip, &head, &last, self.train_payload, ip, &m) {
+                self.train.push((due, p));
+                self.train_last = Some(m);
+                self.train_payload += m.payload;
+                return;
+            }
+            self.flush_train();
+        }
+        self.train.push((due, p));
+        self.train_head = Some(m);
+        self.train_last = Some(m);
+        self.train_payload = m.payload;
+    }
+
+    /// Writes the train: one packet as it is, several as one GSO packet; every segment's
+    /// record gets the write's time.
+    fn flush_train(&mut self) {
+        self.train_head.take();
+        self.train_last.take();
+        match self.train.len() {
+            0 => {}
+            1 => {
+                let (due, p) = self.train.pop().expect("one packet");
+                self.write_one(due, p);
+            }
+            n => {
+                let mut train = std::mem::take(&mut self.train);
+                let mut buf = std::mem::take(&mut self.merged);
+                let head = mergeable(&self.pool.slot_ref(train[0].1.slot)[VNET_HDR_LEN..train[0].1.io_len as usize])
+                    .expect("the head was mergeable");
+                let pool = &self.pool;
+                let len = write_merged(
+                    train.iter().map(|(_, p)| &pool.slot_ref(p.slot)[VNET_HDR_LEN..p.io_len as usize]),
+                    &head,
+                    &mut buf,
+                );
+                let at = self.clock.now();
+                let res = self.output.write(&buf[..len]);
+                self.stats.merged_writes += 1;
+                self.stats.merged_packets += n as u64;
+                for (due, p) in train.drain(..) {
+                    self.wrote(due, at, p, &res);
+                }
+                self.train = train;
+                self.merged = buf;
+            }
+        }
+        self.train_payload = 0;
+    }
+
+    /// Writes one packet due at model time `due` to the far side's TUN and records its arrival.
+    fn write_one(&mut self, due: u64, p: Pkt) {
         let io_len = p.io_len as usize;
         let at = self.clock.now();
         let slot = self.pool.slot(p.slot);
         let res = self.output.write(&slot[..io_len]);
+        self.wrote(due, at, p, &res);
+    }
+
+    /// Accounts for packet `p`, due at `due`, written at `at` with result `res`.
+    fn wrote(&mut self, due: u64, at: u64, p: Pkt, res: &io::Result<usize>) {
         if at < due {
             self.stats.early_writes += 1;
         }

@@ -56,6 +56,9 @@ pub struct EmuOptions {
     /// Serve both directions from one thread (it picks up ACKs while it waits for data
     /// departures) instead of one thread per direction.
     pub single_thread: bool,
+    /// Merge a kernel TCP flow's segments that leave the path together into one GSO write
+    /// to the receiver, as the receiving NIC's GRO would (each segment keeps its own record).
+    pub receive_offload: bool,
 }
 
 impl Default for EmuOptions {
@@ -72,6 +75,7 @@ impl Default for EmuOptions {
             tolerance_us: None,
             rt_priority: Some(10),
             single_thread: true,
+            receive_offload: true,
         }
     }
 }
@@ -381,6 +385,7 @@ pub fn run(
                 loss: path.loss_stage(),
                 link: Some(path.bottleneck()),
                 prop: path.prop_line(),
+                merge: opts.receive_offload,
             },
             &topo.sender_tun,
             &topo.receiver_tun,
@@ -400,6 +405,9 @@ pub fn run(
                 // Uncongested, or queued behind the reverse trace's deliveries.
                 link: path.reverse_bottleneck(),
                 prop: DelayLine::new(0),
+                // GRO does not merge pure ACKs, and the ACK direction carries nothing else
+                // from kernel TCP.
+                merge: false,
             },
             &topo.receiver_tun,
             &topo.sender_tun,
