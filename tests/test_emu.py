@@ -51,6 +51,15 @@ def test_run_on_the_emulator_writes_a_run_directory(cli, write_scenario, tmp_pat
     )
     assert stats["data_device_drops"] == 0
     assert stats["tun_sender_tx_dropped"] == 0
+    # What the emulator cost and could do, in the run's record: its path thread's CPU (a 12
+    # Mbit/s link is ~1,000 packets/s, a few % of a CPU; a thread that spun would show ~100),
+    # the whole process's (which includes it), the tolerance (half a packet time at 12 Mbit/s
+    # is 500 us, capped at 80) and the forwarding ceiling measured at start-up.
+    assert 0.0 < stats["emu_path_cpu_pct"] < 50.0
+    assert stats["emu_process_cpu_pct"] >= 0.99 * stats["emu_path_cpu_pct"]
+    assert stats["emu_tolerance_us"] == 80.0
+    assert stats["emu_capacity_mbps"] > 12.0
+    assert "of a CPU" in stdout
     summary = pd.read_parquet(out / "summary.parquet")
     total = summary[summary["flow"].isna()].iloc[0]
     assert 9.0 < total["throughput_mbps"] <= 12.05

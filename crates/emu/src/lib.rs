@@ -16,6 +16,7 @@
 //! `cclab-engine`. (The `trace_compare` example, which runs both engines, takes `cclab-sim` as a
 //! dev-dependency.)
 
+pub mod capacity;
 pub mod endpoint;
 pub mod kernel_tcp;
 pub mod netns;
@@ -26,6 +27,7 @@ mod records;
 pub mod run;
 pub mod scheme;
 pub mod sys;
+pub mod timing;
 pub mod topology;
 pub mod tun;
 pub mod udp;

@@ -2,7 +2,7 @@
 //! debugging the engine. Researchers use `cclab run --engine emu`, which writes a run directory.
 //!
 //! ```text
-//! cclab-emu SCENARIO [--set KEY=VALUE]... [--log-packets] [--no-pin] [--two-threads] [--rt PRIO (0: off)] [--spin-us N]
+//! cclab-emu SCENARIO [--set KEY=VALUE]... [--log-packets] [--no-pin] [--two-threads] [--rt PRIO (0: off)] [--spin-us N] [--tolerance-us US]
 //! ```
 //! (`cclab-emu --help` says more.)
 //! Prints the per-flow summary and the engine's own figures as `key = value` lines (easy to
@@ -54,9 +54,17 @@ struct Args {
     /// SCHED_FIFO priority of the path threads (0 or less: ordinary scheduling).
     #[arg(long, value_name = "PRIO", allow_negative_numbers = true, default_value_t = default_rt())]
     rt: i32,
-    /// The path threads spin rather than sleep when the next packet is due within this (µs).
+    /// The path threads spin rather than sleep when their planned wake-up is within this (µs).
     #[arg(long, value_name = "N", default_value_t = EmuOptions::default().spin_us)]
     spin_us: u64,
+    /// How late past its model time a packet may leave, so that one wake-up serves several
+    /// (µs; default: half a packet time at the link's rate, at most 80).
+    #[arg(long, value_name = "US")]
+    tolerance_us: Option<u64>,
+    /// Writes every segment to the receiver on its own instead of merging the segments of a
+    /// TCP flow that leave together into one GSO write (as a receiving NIC's GRO would).
+    #[arg(long)]
+    no_gro: bool,
 }
 
 /// The default priority, as `--rt` shows it: the engine's own default, 0 when that is off.
@@ -85,8 +93,10 @@ impl Args {
             base_dir: self.scenario.parent().map(PathBuf::from).unwrap_or_default(),
             pin_threads: !self.no_pin,
             spin_us: self.spin_us,
+            tolerance_us: self.tolerance_us,
             rt_priority: (self.rt > 0).then_some(self.rt),
             single_thread: !self.two_threads,
+            receive_offload: !self.no_gro,
         };
         (self.scenario, overrides, opts)
     }
@@ -176,9 +186,11 @@ fn report(out: &EmuOutput, prop_ns: u64) {
     }
     for (name, p) in [("data", &out.emu.forward), ("ack", &out.emu.reverse)] {
         println!(
-            "{name}_path: realtime = {}  reads = {}  packets = {}  unclassified = {}  device_drops = {}  early_writes = {}  late_p50_us = {}  late_p99_us = {}  late_max_us = {}",
+            "{name}_path: realtime = {}  reads = {}  merged_writes = {}  merged_packets = {}  packets = {}  unclassified = {}  device_drops = {}  early_writes = {}  late_p50_us = {}  late_p99_us = {}  late_max_us = {}",
             p.realtime,
             p.reads,
+            p.merged_writes,
+            p.merged_packets,
             p.packets,
             p.unclassified,
             p.device_drops,
@@ -195,6 +207,30 @@ fn report(out: &EmuOutput, prop_ns: u64) {
         "tun: sender tx_dropped = {}  receiver rx_dropped = {}  receiver tx_dropped = {}",
         out.emu.sender_tun.tx_dropped, out.emu.receiver_tun.rx_dropped, out.emu.receiver_tun.tx_dropped
     );
+    for (i, t) in out.emu.threads.iter().enumerate() {
+        println!(
+            "path_thread {i}: cpu_s = {:.3}  timer_wakeups = {}  io_wakeups = {}  spins = {}  wake_late_p50_us = {}  wake_late_p99_us = {}  wake_margin_us = {:.1}",
+            t.cpu_ns as f64 / 1e9,
+            t.timer_wakeups,
+            t.io_wakeups,
+            t.spins,
+            t.wake_late_p50_us,
+            t.wake_late_p99_us,
+            t.wake_margin_ns as f64 / 1e3
+        );
+    }
+    println!(
+        "cpu: path_pct = {:.1}  process_pct = {:.1}  path_cpu_s = {:.3}  process_cpu_s = {:.3}  tolerance_us = {:.1}",
+        out.emu.path_cpu_pct(),
+        out.emu.process_cpu_pct(),
+        out.emu.path_cpu_ns() as f64 / 1e9,
+        out.emu.process_cpu_ns as f64 / 1e9,
+        out.emu.tolerance_ns as f64 / 1e3
+    );
+    println!("capacity_mbps = {:.0}", out.emu.capacity.mbps());
+    if let Some(w) = &out.emu.capacity_warning {
+        eprintln!("warning: {w}");
+    }
     println!("setup_secs = {:.3}  wall_secs = {:.3}", out.emu.setup_secs, st.wall_secs);
 }
 
@@ -252,8 +288,8 @@ mod tests {
         assert!(overrides.is_empty());
         assert_eq!(opts.base_dir, PathBuf::from("dir"));
         assert_eq!(
-            (opts.log_packets, opts.pin_threads, opts.spin_us, opts.rt_priority, opts.single_thread),
-            (d.log_packets, d.pin_threads, d.spin_us, d.rt_priority, d.single_thread)
+            (opts.log_packets, opts.pin_threads, opts.spin_us, opts.tolerance_us, opts.rt_priority, opts.single_thread),
+            (d.log_packets, d.pin_threads, d.spin_us, d.tolerance_us, d.rt_priority, d.single_thread)
         );
     }
 
@@ -270,6 +306,8 @@ mod tests {
             "0",
             "--spin-us",
             "7",
+            "--tolerance-us",
+            "0",
             "--set",
             "link.rate=24Mbps",
             "--set",
@@ -279,7 +317,7 @@ mod tests {
         assert_eq!(overrides["duration"], toml::Value::Integer(4), "the last --set of a key wins");
         assert_eq!(overrides["link.rate"], toml::Value::String("24Mbps".into()));
         assert!(opts.log_packets && !opts.pin_threads && !opts.single_thread);
-        assert_eq!((opts.rt_priority, opts.spin_us), (None, 7));
+        assert_eq!((opts.rt_priority, opts.spin_us, opts.tolerance_us), (None, 7, Some(0)));
         assert_eq!(parse(&["s.toml", "--rt", "-1"]).unwrap().2.rt_priority, None);
         assert_eq!(parse(&["s.toml", "--rt", "20"]).unwrap().2.rt_priority, Some(20));
     }

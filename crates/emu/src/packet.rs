@@ -10,6 +10,7 @@ pub const PROTO_TCP: u8 = 6;
 pub const PROTO_UDP: u8 = 17;
 const TCP_FIN: u8 = 0x01;
 const TCP_PSH: u8 = 0x08;
+const TCP_ACK: u8 = 0x10;
 const TCP_CWR: u8 = 0x80;
 /// Offset of the checksum within the TCP header.
 const TCP_CSUM_OFFSET: u16 = 16;
@@ -196,6 +197,120 @@ pub fn write_segment(vnet: &VnetHdr, info: &Ipv4Info, pkt: &[u8], k: usize, n: u
     VNET_HDR_LEN + seg_len
 }
 
+/// Largest IP packet a merged write may make (the IPv4 total-length field).
+const MAX_MERGED: usize = 65_535;
+
+/// A TCP segment that may be merged with the segments after it into one GSO packet on its way
+/// to the receiver: the receiving kernel then takes the run in once, as it does the packets
+/// that its NIC's GRO merged (net/ipv4/tcp_offload.c, tcp_gro_receive, merges only segments of
+/// one connection with contiguous sequence numbers and identical headers, flags at most
+/// ACK and PSH, and ends a merge at a PSH; the same rules apply here).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Mergeable {
+    /// IP + TCP header bytes, and payload bytes.
+    pub hdrs: usize,
+    pub payload: usize,
+    pub seq: u32,
+    pub ihl: usize,
+    /// Whether the segment has PSH (a merge ends with it).
+    pub push: bool,
+}
+
+/// The merge view of IP packet `ip`, or None if it is not a mergeable TCP segment (no payload,
+/// SYN/FIN/RST/URG/CWR/ECE, IP options or fragments, a CE mark in the making: anything GRO
+/// would also pass up alone).
+pub fn mergeable(ip: &[u8]) -> Option<Mergeable> {
+    let info = parse_ipv4(ip)?;
+    let payload = info.tcp_payload();
+    let frag = be16(ip, 6) & 0x3fff; // MF or an offset
+    if info.proto != PROTO_TCP || info.ihl != 20 || payload == 0 || frag != 0 || info.total_len != ip.len() {
+        return None;
+    }
+    if info.tcp_flags & !(TCP_ACK | TCP_PSH) != 0 || info.tcp_flags & TCP_ACK == 0 {
+        return None;
+    }
+    Some(Mergeable {
+        hdrs: info.ihl + info.tcp_hdr_len,
+        payload,
+        seq: info.tcp_seq,
+        ihl: info.ihl,
+        push: info.tcp_flags & TCP_PSH != 0,
+    })
+}
+
+/// Whether segment `b` can follow the run that `a` heads and `last` ends: the run has no PSH,
+/// all its segments so far carry the head's full payload (the GSO size), `b` carries at most
+/// that, continues the sequence space, fits in one IP packet, and has the same headers as `a`
+/// except the fields a segmentation changes (IP length, id, checksum; TCP sequence number,
+/// PSH, checksum).
+pub fn can_follow(
+    a_ip: &[u8],
+    a: &Mergeable,
+    last: &Mergeable,
+    total_payload: usize,
+    b_ip: &[u8],
+    b: &Mergeable,
+) -> bool {
+    if last.push || last.payload != a.payload || b.payload > a.payload || b.hdrs != a.hdrs {
+        return false;
+    }
+    if b.seq != last.seq.wrapping_add(last.payload as u32) || a.hdrs + total_payload + b.payload > MAX_MERGED {
+        return false;
+    }
+    let (ta, tb) = (&a_ip[a.ihl..a.hdrs], &b_ip[b.ihl..b.hdrs]);
+    // IP: version/IHL/TOS, flags+offset/TTL/protocol, addresses.
+    a_ip[..2] == b_ip[..2]
+        && a_ip[6..10] == b_ip[6..10]
+        && a_ip[12..20] == b_ip[12..20]
+        // TCP: ports, ACK number/data offset, window, urgent pointer and options.
+        && ta[..4] == tb[..4]
+        && ta[8..13] == tb[8..13]
+        && ta[14..16] == tb[14..16]
+        && ta[18..] == tb[18..]
+}
+
+/// Writes the run of segments `segs` (IP packets, each `mergeable`, each able to follow the
+/// ones before) as one virtio header plus one IP packet into `out`, which it resizes: the
+/// head's headers, the payloads in order, a TCPv4 GSO header with the head's payload as the
+/// segment size, and checksum completion asked of the receiving kernel. PSH is set if the
+/// last segment had it. Returns the bytes to write.
+pub fn write_merged<'a>(segs: impl Iterator<Item = &'a [u8]>, head: &Mergeable, out: &mut Vec<u8>) -> usize {
+    out.clear();
+    let mut push = false;
+    let mut first = true;
+    for ip in segs {
+        let m = mergeable(ip).expect("only mergeable segments are merged");
+        if first {
+            out.resize(VNET_HDR_LEN, 0);
+            out.extend_from_slice(&ip[..head.hdrs]);
+            first = false;
+        }
+        out.extend_from_slice(&ip[m.hdrs..m.hdrs + m.payload]);
+        push = m.push;
+    }
+    let total = out.len() - VNET_HDR_LEN;
+    let hdr = VnetHdr {
+        flags: VNET_F_NEEDS_CSUM,
+        gso_type: VNET_GSO_TCPV4,
+        hdr_len: head.hdrs as u16,
+        gso_size: head.payload as u16,
+        csum_start: head.ihl as u16,
+        csum_offset: TCP_CSUM_OFFSET,
+    };
+    hdr.write(&mut out[..VNET_HDR_LEN]);
+    let ip = &mut out[VNET_HDR_LEN..];
+    ip[2..4].copy_from_slice(&(total as u16).to_be_bytes());
+    fix_ip_checksum(ip, head.ihl);
+    let (src, dst) = (be32(ip, 12), be32(ip, 16));
+    let tcp = &mut ip[head.ihl..];
+    if push {
+        tcp[13] |= TCP_PSH;
+    }
+    let pseudo = pseudo_header_sum(src, dst, PROTO_TCP, total - head.ihl);
+    tcp[16..18].copy_from_slice(&pseudo.to_be_bytes());
+    out.len()
+}
+
 fn pkt_vnet_bytes(vnet: &VnetHdr) -> [u8; VNET_HDR_LEN] {
     let mut b = [0u8; VNET_HDR_LEN];
     vnet.write(&mut b);
@@ -289,5 +404,55 @@ mod tests {
         let mut out = [0u8; 256];
         let len = write_segment(&vnet, &info, &p, 0, 1, &mut out);
         assert_eq!(&out[VNET_HDR_LEN..len], &p[..]);
+    }
+
+    #[test]
+    fn a_run_of_segments_merges_back_into_one_gso_packet() {
+        let mss = 1448;
+        // Cut a super-packet of 3 full segments and a short one, then merge them again.
+        let p = tcp_packet(3 * mss + 100, 1000, TCP_PSH | TCP_ACK);
+        let info = parse_ipv4(&p).unwrap();
+        let vnet = VnetHdr { gso_type: VNET_GSO_TCPV4, gso_size: mss as u16, flags: 1, ..Default::default() };
+        let segs: Vec<Vec<u8>> = (0..4)
+            .map(|k| {
+                let mut out = [0u8; 2048];
+                let len = write_segment(&vnet, &info, &p, k, 4, &mut out);
+                out[VNET_HDR_LEN..len].to_vec()
+            })
+            .collect();
+        let m: Vec<Mergeable> = segs.iter().map(|s| mergeable(s).unwrap()).collect();
+        assert!(!m[0].push && m[3].push, "PSH only on the last segment");
+        let mut total = m[0].payload;
+        for k in 1..4 {
+            assert!(can_follow(&segs[0], &m[0], &m[k - 1], total, &segs[k], &m[k]), "segment {k}");
+            total += m[k].payload;
+        }
+        // Out of order, after a short segment, or after a PSH: no.
+        assert!(!can_follow(&segs[0], &m[0], &m[0], m[0].payload, &segs[2], &m[2]));
+        assert!(!can_follow(&segs[0], &m[0], &m[3], total, &segs[1], &m[1]));
+        // Another window value (a window update in between): no.
+        let mut other = segs[1].clone();
+        other[20 + 15] ^= 1;
+        assert!(!can_follow(&segs[0], &m[0], &m[0], m[0].payload, &other, &mergeable(&other).unwrap()));
+        // Not mergeable at all: no payload, or FIN.
+        assert!(mergeable(&tcp_packet(0, 5, TCP_ACK)).is_none());
+        assert!(mergeable(&tcp_packet(10, 5, TCP_ACK | TCP_FIN)).is_none());
+
+        let mut out = Vec::new();
+        let n = write_merged(segs.iter().map(|s| s.as_slice()), &m[0], &mut out);
+        let h = VnetHdr::parse(&out);
+        assert_eq!(
+            (h.gso_type, h.gso_size as usize, h.hdr_len, h.csum_start, h.flags),
+            (VNET_GSO_TCPV4, mss, 52, 20, 1)
+        );
+        let ip = &out[VNET_HDR_LEN..n];
+        assert_eq!(fold(sum16(&ip[..20], 0)), 0xffff, "IP checksum verifies");
+        // The merged packet is the original super-packet again, but for the IP id (the head's)
+        // and the checksum field (the partial sum for the receiving kernel to complete).
+        let back = parse_ipv4(ip).unwrap();
+        assert_eq!((back.total_len, back.tcp_seq, back.tcp_flags), (p.len(), 1000, TCP_PSH | TCP_ACK));
+        assert_eq!(&ip[52..], &p[52..], "payload in order");
+        let s = parse_ipv4(&segs[0]).unwrap();
+        assert_eq!(be16(&ip[20..], 16), pseudo_header_sum(s.src, s.dst, PROTO_TCP, ip.len() - 20));
     }
 }

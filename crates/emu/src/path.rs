@@ -15,9 +15,13 @@
 //! is recorded with its true (late) arrival time, and the lateness is reported, never hidden.
 
 use crate::endpoint::Stop;
-use crate::packet::{parse_ipv4, segment_count, tcp_segment_range, write_segment, Ipv4Info, PROTO_TCP, PROTO_UDP};
+use crate::packet::{
+    can_follow, mergeable, parse_ipv4, segment_count, tcp_segment_range, write_merged, write_segment, Ipv4Info,
+    Mergeable, PROTO_TCP, PROTO_UDP,
+};
 use crate::records::{Msg, RecordBatcher};
 use crate::sys::{self, Clock};
+use crate::timing::{self, Plan, WakeLatency};
 use crate::tun::{Tun, VnetHdr, VNET_HDR_LEN};
 use cclab_core::record::{Fate, PacketKind, PacketRecord, NEVER};
 use cclab_engine::bottleneck::Bottleneck;
@@ -113,6 +117,12 @@ impl Pool {
     }
 
     #[inline]
+    fn slot_ref(&self, i: u32) -> &[u8] {
+        let (c, o) = (i as usize / CHUNK_SLOTS, i as usize % CHUNK_SLOTS * SLOT);
+        &self.chunks[c][o..o + SLOT]
+    }
+
+    #[inline]
     fn slot(&mut self, i: u32) -> &mut [u8] {
         let (c, o) = (i as usize / CHUNK_SLOTS, i as usize % CHUNK_SLOTS * SLOT);
         &mut self.chunks[c][o..o + SLOT]
@@ -180,13 +190,20 @@ pub(crate) struct PathConfig {
     pub link: Option<Bottleneck<Pkt>>,
     /// The delay line after the bottleneck (with its jitter, if any).
     pub prop: DelayLine<Pkt>,
+    /// Merge runs of a kernel TCP flow's segments that leave together into one GSO write, as
+    /// a receiving NIC's GRO would (`packet::mergeable`).
+    pub merge: bool,
 }
 
 /// How a forwarding thread runs (it may serve both directions).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct ThreadConfig {
-    /// Spin instead of sleeping when the next due time is this close.
+    /// Spin instead of sleeping when the planned wake-up is this close (a shorter sleep is not
+    /// worth its wake-up).
     pub spin_ns: u64,
+    /// How late past its model time a packet may be written so that one wake-up can release
+    /// several (`timing::tolerance_ns`).
+    pub tolerance_ns: u64,
     /// Pin the thread to the CPU it starts on (when the process may use more than one).
     pub pin: bool,
     /// Real-time priority for the thread (None: an ordinary thread).
@@ -210,6 +227,9 @@ pub struct PathStats {
     pub early_writes: u64,
     /// Whether the thread got the real-time priority it asked for.
     pub realtime: bool,
+    /// Writes that carried several segments merged (GRO-like), and the segments they carried.
+    pub merged_writes: u64,
+    pub merged_packets: u64,
 }
 
 impl PathStats {
@@ -254,6 +274,14 @@ pub(crate) struct Path<'a> {
     dropped: Vec<Pkt>,
     records: RecordBatcher,
     stats: PathStats,
+    /// Packets released together that may leave as one GSO write (`cfg.merge`): their due
+    /// times, the head's and the last one's merge view, the payload so far, and the buffer
+    /// the merged packet is built in.
+    train: Vec<(u64, Pkt)>,
+    train_head: Option<Mergeable>,
+    train_last: Option<Mergeable>,
+    train_payload: usize,
+    merged: Vec<u8>,
 }
 
 impl<'a> Path<'a> {
@@ -278,6 +306,11 @@ impl<'a> Path<'a> {
             dropped: Vec::new(),
             records: RecordBatcher::new(tx),
             stats: PathStats { lateness_us: vec![0; LATENESS_BUCKETS], ..Default::default() },
+            train: Vec::new(),
+            train_head: None,
+            train_last: None,
+            train_payload: 0,
+            merged: Vec::new(),
         }
     }
 
@@ -491,14 +524,85 @@ impl<'a> Path<'a> {
                 }
             }
         }
+        self.flush_train();
     }
 
-    /// Writes a packet due at model time `due` to the far side's TUN and records its arrival.
+    /// Sends a packet due at model time `due` on to the far side's TUN: at once, or as part of
+    /// a train of segments that leave together in one GSO write (flushed when the next packet
+    /// cannot join it, and at the end of every `advance`).
     fn write_out(&mut self, due: u64, p: Pkt) {
+        let tcp =
+            self.cfg.merge && self.cfg.flows.transports.get(p.flow as usize).is_some_and(|t| *t == Transport::Tcp);
+        let m = if tcp { mergeable(&self.pool.slot_ref(p.slot)[VNET_HDR_LEN..p.io_len as usize]) } else { None };
+        let Some(m) = m else {
+            self.flush_train();
+            self.write_one(due, p);
+            return;
+        };
+        if let (Some(head), Some(last), Some(&(_, first))) = (self.train_head, self.train_last, self.train.first()) {
+            let head_ip = &self.pool.slot_ref(first.slot)[VNET_HDR_LEN..first.io_len as usize];
+            let ip = &self.pool.slot_ref(p.slot)[VNET_HDR_LEN..p.io_len as usize];
+            if first.flow == p.flow && can_follow(head_ip, &head, &last, self.train_payload, ip, &m) {
+                self.train.push((due, p));
+                self.train_last = Some(m);
+                self.train_payload += m.payload;
+                return;
+            }
+            self.flush_train();
+        }
+        self.train.push((due, p));
+        self.train_head = Some(m);
+        self.train_last = Some(m);
+        self.train_payload = m.payload;
+    }
+
+    /// Writes the train: one packet as it is, several as one GSO packet; every segment's
+    /// record gets the write's time.
+    fn flush_train(&mut self) {
+        self.train_head.take();
+        self.train_last.take();
+        match self.train.len() {
+            0 => {}
+            1 => {
+                let (due, p) = self.train.pop().expect("one packet");
+                self.write_one(due, p);
+            }
+            n => {
+                let mut train = std::mem::take(&mut self.train);
+                let mut buf = std::mem::take(&mut self.merged);
+                let head = mergeable(&self.pool.slot_ref(train[0].1.slot)[VNET_HDR_LEN..train[0].1.io_len as usize])
+                    .expect("the head was mergeable");
+                let pool = &self.pool;
+                let len = write_merged(
+                    train.iter().map(|(_, p)| &pool.slot_ref(p.slot)[VNET_HDR_LEN..p.io_len as usize]),
+                    &head,
+                    &mut buf,
+                );
+                let at = self.clock.now();
+                let res = self.output.write(&buf[..len]);
+                self.stats.merged_writes += 1;
+                self.stats.merged_packets += n as u64;
+                for (due, p) in train.drain(..) {
+                    self.wrote(due, at, p, &res);
+                }
+                self.train = train;
+                self.merged = buf;
+            }
+        }
+        self.train_payload = 0;
+    }
+
+    /// Writes one packet due at model time `due` to the far side's TUN and records its arrival.
+    fn write_one(&mut self, due: u64, p: Pkt) {
         let io_len = p.io_len as usize;
         let at = self.clock.now();
         let slot = self.pool.slot(p.slot);
         let res = self.output.write(&slot[..io_len]);
+        self.wrote(due, at, p, &res);
+    }
+
+    /// Accounts for packet `p`, due at `due`, written at `at` with result `res`.
+    fn wrote(&mut self, due: u64, at: u64, p: Pkt, res: &io::Result<usize>) {
         if at < due {
             self.stats.early_writes += 1;
         }
@@ -559,10 +663,37 @@ impl<'a> Path<'a> {
     }
 }
 
+/// What a forwarding thread reports at the end: what it cost and how it slept.
+#[derive(Clone, Debug, Default)]
+pub struct ThreadStats {
+    /// CPU time of the thread (user + system: the system part includes the receiving kernels'
+    /// work done inside its TUN writes), ns.
+    pub cpu_ns: u64,
+    /// Sleeps that ended by their timer, and by a packet arriving.
+    pub timer_wakeups: u64,
+    pub io_wakeups: u64,
+    /// Loop turns that polled the devices again instead of sleeping.
+    pub spins: u64,
+    /// Lateness of timed wake-ups, µs: median and 99th percentile; and the margin the thread
+    /// ended up aiming before due times, ns.
+    pub wake_late_p50_us: f64,
+    pub wake_late_p99_us: f64,
+    pub wake_margin_ns: u64,
+    /// Whether the thread got the real-time priority it asked for.
+    pub realtime: bool,
+}
+
 /// Forwards on the current thread, for every path given, until `stop` or the end time; then
 /// records what is still inside as in flight. One thread may serve both directions: while it
-/// spins for the next data departure it also picks up ACKs, with no wake-ups at all.
-pub(crate) fn drive(mut paths: Vec<Path<'_>>, th: ThreadConfig, stop: &AtomicBool) -> io::Result<Vec<PathStats>> {
+/// waits for the next data departure it also picks up ACKs.
+///
+/// Sleeping and spinning follow [`timing`]: each wake-up releases everything due, and is timed
+/// as late as the tolerance allows, so that one wake-up serves as many departures as it can.
+pub(crate) fn drive(
+    mut paths: Vec<Path<'_>>,
+    th: ThreadConfig,
+    stop: &AtomicBool,
+) -> io::Result<(Vec<PathStats>, ThreadStats)> {
     sys::set_timer_slack_1ns();
     if th.pin && sys::cpus_available() >= 2 {
         // SAFETY: sched_getcpu has no arguments.
@@ -571,16 +702,25 @@ pub(crate) fn drive(mut paths: Vec<Path<'_>>, th: ThreadConfig, stop: &AtomicBoo
             let _ = sys::pin_to_cpu(cpu as usize);
         }
     }
-    let Some(clock) = paths.first().map(|p| p.clock) else { return Ok(Vec::new()) };
+    let cpu_start = sys::thread_cpu_ns();
+    let Some(clock) = paths.first().map(|p| p.clock) else { return Ok((Vec::new(), ThreadStats::default())) };
     let mut duty = sys::RtDuty::start(th.rt_priority, &clock);
     let mut pfds: Vec<libc::pollfd> =
         paths.iter().map(|p| libc::pollfd { fd: p.input.raw_fd(), events: libc::POLLIN, revents: 0 }).collect();
     let mut buf = vec![0u8; READ_BUF];
     let end = th.end;
+    let mut wake = WakeLatency::new();
+    let mut ts = ThreadStats::default();
+    // Which inputs to read this turn: those the last poll found readable (reading the others
+    // would only return EAGAIN, one system call each).
+    let mut readable = vec![true; paths.len()];
     while !stop.load(Ordering::Relaxed) && clock.now() < end {
         let mut more = false;
-        for p in paths.iter_mut() {
-            more |= p.read_some(&mut buf, end)?;
+        for (p, r) in paths.iter_mut().zip(readable.iter_mut()) {
+            if *r {
+                *r = p.read_some(&mut buf, end)?;
+                more |= *r;
+            }
         }
         let now = clock.now().min(end);
         for p in paths.iter_mut() {
@@ -591,30 +731,53 @@ pub(crate) fn drive(mut paths: Vec<Path<'_>>, th: ThreadConfig, stop: &AtomicBoo
             continue; // more may be waiting
         }
         let now = clock.now();
-        match paths.iter().filter_map(|p| p.next_due()).min() {
-            // Spin: poll the TUNs again.
-            Some(t) if t <= now + th.spin_ns => duty.turn(&clock),
-            next => {
-                let until = next.map_or(end, |t| (t - th.spin_ns).min(end));
-                let sleep = until.saturating_sub(now).clamp(1, MAX_SLEEP_NS);
-                sys::wait_any_readable(&mut pfds, sleep)?;
-                duty.blocked(&clock);
+        let next = paths.iter().filter_map(|p| p.next_due()).min();
+        let timeout = match timing::plan(now, next, end, th.tolerance_ns, wake.margin_ns(), th.spin_ns) {
+            Plan::Spin => 0,
+            Plan::SleepUntil(until) => until.min(now + MAX_SLEEP_NS) - now,
+        };
+        // A zero timeout only looks (one system call for every input); otherwise it sleeps
+        // until an input is readable or the time comes.
+        let ready = sys::wait_any_readable(&mut pfds, timeout)?;
+        for (r, pfd) in readable.iter_mut().zip(&pfds) {
+            *r = pfd.revents != 0;
+        }
+        if timeout == 0 {
+            ts.spins += 1;
+            duty.turn(&clock);
+        } else {
+            if ready == 0 {
+                ts.timer_wakeups += 1;
+                wake.observe(now + timeout, clock.now());
+            } else {
+                ts.io_wakeups += 1;
             }
+            duty.blocked(&clock);
         }
     }
-    let realtime = duty.realtime();
-    Ok(paths.into_iter().map(|p| PathStats { realtime, ..p.finish_run() }).collect())
+    ts.realtime = duty.realtime();
+    ts.wake_late_p50_us = wake.quantile_us(0.5);
+    ts.wake_late_p99_us = wake.quantile_us(0.99);
+    ts.wake_margin_ns = wake.margin_ns();
+    let stats = paths.into_iter().map(|p| PathStats { realtime: ts.realtime, ..p.finish_run() }).collect();
+    ts.cpu_ns = sys::thread_cpu_ns().saturating_sub(cpu_start);
+    Ok((stats, ts))
 }
 
 /// Runs [`drive`] and reports a failure to the main thread.
-pub(crate) fn run_paths(paths: Vec<Path<'_>>, th: ThreadConfig, stop: Stop, tx: mpsc::Sender<Msg>) -> Vec<PathStats> {
+pub(crate) fn run_paths(
+    paths: Vec<Path<'_>>,
+    th: ThreadConfig,
+    stop: Stop,
+    tx: mpsc::Sender<Msg>,
+) -> (Vec<PathStats>, ThreadStats) {
     let names: Vec<&str> = paths.iter().map(|p| p.cfg.name).collect::<Vec<_>>();
     let n = paths.len();
     match drive(paths, th, stop.flag()) {
         Ok(s) => s,
         Err(e) => {
             let _ = tx.send(Msg::Failed(format!("the {} path stopped: {e}", names.join("/"))));
-            vec![PathStats::default(); n]
+            (vec![PathStats::default(); n], ThreadStats::default())
         }
     }
 }

@@ -7,13 +7,15 @@
 //! devices disappear with their descriptors. So an error, a Ctrl-C (seen through `progress`),
 //! a dead child or a panic all leave the same nothing behind as a normal end.
 
+use crate::capacity::{self, Capacity};
 use crate::endpoint::{AppBytes, Stop};
 use crate::netns::DevCounters;
-use crate::path::{run_paths, FlowTable, Path, PathConfig, PathStats, ThreadConfig, Transport};
+use crate::path::{run_paths, FlowTable, Path, PathConfig, PathStats, ThreadConfig, ThreadStats, Transport};
 use crate::process::Program;
 use crate::records::{Collector, Msg};
 use crate::scheme::{self, EmuScheme};
-use crate::sys::Clock;
+use crate::sys::{self, Clock};
+use crate::timing;
 use crate::topology::{Topology, RECEIVER_IP, SENDER_IP};
 use crate::wrapper::Side;
 use crate::{kernel_tcp, udp};
@@ -42,14 +44,21 @@ pub struct EmuOptions {
     /// Pin each path thread to the CPU it starts on, so the scheduler does not move the
     /// spinning thread around (and other work goes to the other CPUs).
     pub pin_threads: bool,
-    /// The path threads spin rather than sleep when the next packet is due within this (µs).
+    /// The path threads spin rather than sleep when their planned wake-up is within this (µs).
     pub spin_us: u64,
+    /// How late past its model time a packet may leave, so that one wake-up serves several
+    /// (µs); None: half a packet time at the link's rate, at most 80 µs
+    /// (`timing::tolerance_ns`). 0 asks for every packet on time, at the cost of more wake-ups.
+    pub tolerance_us: Option<u64>,
     /// Real-time (SCHED_FIFO) priority of the path threads; None leaves them ordinary. Without
     /// the privilege for it the threads stay ordinary (`PathStats::realtime` says which).
     pub rt_priority: Option<i32>,
     /// Serve both directions from one thread (it picks up ACKs while it waits for data
     /// departures) instead of one thread per direction.
     pub single_thread: bool,
+    /// Merge a kernel TCP flow's segments that leave the path together into one GSO write
+    /// to the receiver, as the receiving NIC's GRO would (each segment keeps its own record).
+    pub receive_offload: bool,
 }
 
 impl Default for EmuOptions {
@@ -62,9 +71,11 @@ impl Default for EmuOptions {
             log_packets: false,
             base_dir: PathBuf::from("."),
             pin_threads: true,
-            spin_us: 50,
+            spin_us: 5,
+            tolerance_us: None,
             rt_priority: Some(10),
             single_thread: true,
+            receive_offload: true,
         }
     }
 }
@@ -114,6 +125,35 @@ pub struct EmuStats {
     pub receiver_tun: DevCounters,
     pub flows: Vec<FlowEnd>,
     pub setup_secs: f64,
+    /// One entry per path thread (one, or two with `single_thread = false`).
+    pub threads: Vec<ThreadStats>,
+    /// The lateness the path allowed itself (see `EmuOptions::tolerance_us`), ns.
+    pub tolerance_ns: u64,
+    /// CPU time of the whole emulator process from the run's start to its end (path threads,
+    /// endpoints — kernel TCP senders and receivers included — and the record collector), ns.
+    pub process_cpu_ns: u64,
+    /// Length of the run on the clock, ns.
+    pub run_ns: u64,
+    /// The forwarding ceiling measured at start-up, and the warning when the link asked for more.
+    pub capacity: Capacity,
+    pub capacity_warning: Option<String>,
+}
+
+impl EmuStats {
+    /// CPU time of the path threads, ns.
+    pub fn path_cpu_ns(&self) -> u64 {
+        self.threads.iter().map(|t| t.cpu_ns).sum()
+    }
+
+    /// The path threads' CPU use, in % of one CPU over the run.
+    pub fn path_cpu_pct(&self) -> f64 {
+        100.0 * self.path_cpu_ns() as f64 / self.run_ns.max(1) as f64
+    }
+
+    /// The whole process's CPU use, in % of one CPU over the run.
+    pub fn process_cpu_pct(&self) -> f64 {
+        100.0 * self.process_cpu_ns as f64 / self.run_ns.max(1) as f64
+    }
 }
 
 pub struct EmuOutput {
@@ -288,6 +328,9 @@ pub fn run(
 
     let topo =
         Topology::build().map_err(|e| EmuError::Failed(format!("setting up namespaces and TUN devices: {e}")))?;
+    let capacity = capacity::measure(&topo)
+        .map_err(|e| EmuError::Failed(format!("measuring the forwarding capacity at start-up: {e}")))?;
+    let link_bps = path.service.mean_rate().bits_per_sec();
     let (tx, rx) = mpsc::channel::<Msg>();
     let stop_paths = Stop::default();
     let stop_flows = Stop::default();
@@ -326,8 +369,10 @@ pub fn run(
 
     let mut flow_ends = vec![FlowEnd::default(); plans.len()];
     let spin_ns = opts.spin_us * 1000;
+    let tolerance_ns = opts.tolerance_us.map_or_else(|| timing::tolerance_ns(link_bps), |us| us * 1000);
     let clock = Clock::start();
-    let outcome: Result<(PathStats, PathStats), EmuError> = std::thread::scope(|s| {
+    let cpu_start = sys::process_cpu_ns();
+    let outcome: Result<(PathStats, PathStats, Vec<ThreadStats>), EmuError> = std::thread::scope(|s| {
         let _stop_all = StopOnDrop(&[&stop_paths, &stop_flows]);
         let forward = Path::new(
             PathConfig {
@@ -340,6 +385,7 @@ pub fn run(
                 loss: path.loss_stage(),
                 link: Some(path.bottleneck()),
                 prop: path.prop_line(),
+                merge: opts.receive_offload,
             },
             &topo.sender_tun,
             &topo.receiver_tun,
@@ -359,13 +405,17 @@ pub fn run(
                 // Uncongested, or queued behind the reverse trace's deliveries.
                 link: path.reverse_bottleneck(),
                 prop: DelayLine::new(0),
+                // GRO does not merge pure ACKs, and the ACK direction carries nothing else
+                // from kernel TCP.
+                merge: false,
             },
             &topo.receiver_tun,
             &topo.sender_tun,
             clock,
             tx.clone(),
         );
-        let th = ThreadConfig { spin_ns, pin: opts.pin_threads, rt_priority: opts.rt_priority, end: duration };
+        let th =
+            ThreadConfig { spin_ns, tolerance_ns, pin: opts.pin_threads, rt_priority: opts.rt_priority, end: duration };
         let mut path_threads = Vec::new();
         let groups = if opts.single_thread { vec![vec![forward, reverse]] } else { vec![vec![forward], vec![reverse]] };
         for group in groups {
@@ -469,8 +519,13 @@ pub fn run(
         if failure.is_some() {
             stop_paths.set();
         }
-        let mut stats: Vec<PathStats> =
-            path_threads.into_iter().flat_map(|h| h.join().expect("the path threads do not panic")).collect();
+        let mut stats: Vec<PathStats> = Vec::new();
+        let mut threads: Vec<ThreadStats> = Vec::new();
+        for h in path_threads {
+            let (paths, thread) = h.join().expect("the path threads do not panic");
+            stats.extend(paths);
+            threads.push(thread);
+        }
         let rev = stats.pop().expect("two paths");
         let fwd = stats.pop().expect("two paths");
         stop_flows.set();
@@ -483,7 +538,7 @@ pub fn run(
         }
         match failure {
             Some(e) => Err(e),
-            None => Ok((fwd, rev)),
+            None => Ok((fwd, rev, threads)),
         }
     });
     drop(tx);
@@ -497,7 +552,9 @@ pub fn run(
             }
         }
     }
-    let (forward, reverse) = outcome?;
+    let run_ns = clock.now();
+    let process_cpu_ns = sys::process_cpu_ns().saturating_sub(cpu_start);
+    let (forward, reverse, threads) = outcome?;
     if let Some(m) = late_failure {
         return Err(EmuError::Failed(m));
     }
@@ -506,6 +563,19 @@ pub fn run(
 
     Ok(EmuOutput {
         run: collector.finish(&path, wall.elapsed().as_secs_f64()),
-        emu: EmuStats { forward, reverse, sender_tun, receiver_tun, flows: flow_ends, setup_secs },
+        emu: EmuStats {
+            forward,
+            reverse,
+            sender_tun,
+            receiver_tun,
+            flows: flow_ends,
+            setup_secs,
+            threads,
+            tolerance_ns,
+            process_cpu_ns,
+            run_ns,
+            capacity_warning: capacity.warning(link_bps),
+            capacity,
+        },
     })
 }

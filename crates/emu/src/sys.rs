@@ -35,6 +35,21 @@ pub fn mono_ns() -> u64 {
     ts.tv_sec() as u64 * 1_000_000_000 + ts.tv_nsec() as u64
 }
 
+/// CPU time this thread has used (user + system), ns.
+pub fn thread_cpu_ns() -> u64 {
+    cpu_ns(ClockId::CLOCK_THREAD_CPUTIME_ID)
+}
+
+/// CPU time the whole process has used (user + system, all threads), ns.
+pub fn process_cpu_ns() -> u64 {
+    cpu_ns(ClockId::CLOCK_PROCESS_CPUTIME_ID)
+}
+
+fn cpu_ns(id: ClockId) -> u64 {
+    // Both CPU-time clocks exist on every Linux since 2.6.12; a failure would leave 0 (no figure).
+    clock_gettime(id).map_or(0, |ts| ts.tv_sec() as u64 * 1_000_000_000 + ts.tv_nsec() as u64)
+}
+
 /// Run-relative time: ns since the run's origin, as the packet records count it.
 #[derive(Clone, Copy, Debug)]
 pub struct Clock {
@@ -86,41 +101,54 @@ pub fn set_realtime(prio: i32) -> io::Result<()> {
 }
 
 /// Keeps a real-time thread from starving the CPU's ordinary tasks. A SCHED_FIFO thread that
-/// never blocks gets stopped by the kernel for tens of ms so that they can run (RT throttling,
-/// the fair server); so after `BUSY_MAX` without blocking it blocks for `PAUSE` of its own
-/// accord (9 % of the CPU, above the kernel's 5 % reservation): a bounded, known lateness
-/// instead of an unbounded one.
+/// uses more than 95 % of a CPU (`sched_rt_runtime_us`) gets stopped by the kernel for the
+/// rest of the second — tens of ms — so that they can run (RT throttling, the fair server). So
+/// once per `WINDOW` the thread compares the CPU time it used with the time that passed, and
+/// if it was busy for more than `BUSY_SHARE` of it, it sleeps `PAUSE` of its own accord: a
+/// bounded, known lateness instead of an unbounded one. Wall time alone cannot tell: a wait
+/// that finds a descriptor already readable returns at once, without ever leaving the CPU.
 pub struct RtDuty {
     enabled: bool,
-    busy_since: u64,
+    mark_wall: u64,
+    mark_cpu: u64,
 }
 
 impl RtDuty {
-    const BUSY_MAX_NS: u64 = 1_000_000;
+    const WINDOW_NS: u64 = 1_000_000;
+    const BUSY_SHARE: f64 = 0.9;
     const PAUSE_NS: u64 = 100_000;
 
     /// Tries to make the calling thread SCHED_FIFO at `prio`; stays ordinary if not allowed.
     pub fn start(prio: Option<i32>, clock: &Clock) -> RtDuty {
         let enabled = prio.is_some_and(|p| set_realtime(p).is_ok());
-        RtDuty { enabled, busy_since: clock.now() }
+        RtDuty { enabled, mark_wall: clock.now(), mark_cpu: thread_cpu_ns() }
     }
 
     pub fn realtime(&self) -> bool {
         self.enabled
     }
 
-    /// The thread just returned from a blocking wait.
+    /// The thread just returned from a wait (which may or may not have slept).
     pub fn blocked(&mut self, clock: &Clock) {
-        self.busy_since = clock.now();
+        self.turn(clock);
     }
 
-    /// Called on each turn that did not block: pauses if the thread has run too long.
+    /// Called on every turn of the thread's loop: pauses if the thread has been too busy.
     pub fn turn(&mut self, clock: &Clock) {
-        let now = clock.now();
-        if self.enabled && now - self.busy_since > Self::BUSY_MAX_NS {
-            clock.sleep_until(now + Self::PAUSE_NS);
-            self.busy_since = clock.now();
+        if !self.enabled {
+            return;
         }
+        let now = clock.now();
+        let wall = now - self.mark_wall;
+        if wall < Self::WINDOW_NS {
+            return;
+        }
+        let cpu = thread_cpu_ns();
+        if (cpu.saturating_sub(self.mark_cpu)) as f64 > Self::BUSY_SHARE * wall as f64 {
+            clock.sleep_until(now + Self::PAUSE_NS);
+        }
+        self.mark_wall = clock.now();
+        self.mark_cpu = thread_cpu_ns();
     }
 }
 
@@ -151,18 +179,27 @@ pub fn wait_fd(fd: impl AsFd, events: PollFlags, timeout_ns: Option<u64>) -> io:
     }
 }
 
-/// Waits until any of `pfds` (built with `POLLIN`) is readable or `timeout_ns` passes.
+/// Waits until any of `pfds` (built with `POLLIN`) is readable or `timeout_ns` passes (0: only
+/// looks); returns how many are ready, each with its `revents` set. A signal, which ends the
+/// wait early, counts as every descriptor ready (their reads then say EAGAIN), so that an
+/// interrupted wait is never taken for the timer.
 ///
 /// Raw libc: the path threads keep their descriptors as a `libc::pollfd` array, which nix's
 /// `ppoll` (taking its own `PollFd`, each borrowing a descriptor) cannot be handed without
 /// rebuilding it on every wait.
 #[inline]
-pub fn wait_any_readable(pfds: &mut [libc::pollfd], timeout_ns: u64) -> io::Result<()> {
+pub fn wait_any_readable(pfds: &mut [libc::pollfd], timeout_ns: u64) -> io::Result<usize> {
     let ts = timespec(timeout_ns);
     // SAFETY: pfds is a valid array of pfds.len() pollfds; ts is a live timespec.
     let n = unsafe { libc::ppoll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, ts.as_ref(), std::ptr::null()) };
     match Errno::result(n) {
-        Ok(_) | Err(Errno::EINTR) => Ok(()),
+        Ok(n) => Ok(n as usize),
+        Err(Errno::EINTR) => {
+            for p in pfds.iter_mut() {
+                p.revents = libc::POLLIN;
+            }
+            Ok(pfds.len())
+        }
         Err(e) => Err(e.into()),
     }
 }

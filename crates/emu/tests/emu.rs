@@ -155,6 +155,86 @@ fn staggered_flows_start_and_stop_on_schedule() {
 }
 
 #[test]
+fn a_slow_link_costs_little_cpu_and_stays_within_its_tolerance() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !can_run() {
+        return;
+    }
+    let out = emulate(
+        r#"
+        duration = "3s"
+        [link]
+        rate = "12Mbps"
+        delay = "10ms"
+        queue = 20
+        [[flows]]
+        scheme = "kernel:cubic"
+        "#,
+    );
+    conserved(&out);
+    let emu = &out.emu;
+    // 12 Mbit/s: a packet every 1 ms, half of it is beyond the 80 µs cap.
+    assert_eq!(emu.tolerance_ns, 80_000);
+    let t = &emu.threads[0];
+    let written = out.emu.forward.packets + out.emu.reverse.packets;
+    // The thread sleeps between departures: about one wake-up per packet written or read, not
+    // the millions of turns of a spinning loop (which would also use the whole CPU).
+    assert!(t.timer_wakeups + t.io_wakeups < 2 * written, "{t:?}, {written} packets");
+    assert!(t.spins < written, "{t:?}");
+    // ~1,500 packets/s at ~20 µs each (wake-up and write, measured on a loaded 2-CPU VM) is
+    // ~3 % of a CPU; 25 % leaves room for a busy machine and fails a spinning thread (~90 %).
+    assert!(emu.path_cpu_pct() < 25.0, "path thread {:.1} % of a CPU", emu.path_cpu_pct());
+    assert!(emu.process_cpu_pct() >= emu.path_cpu_pct() * 0.99, "the process includes the path thread");
+    // No packet leaves early; the median one within the tolerance plus a wake-up's lateness
+    // (tens of µs on a VM), whatever the load.
+    assert_eq!(out.emu.forward.early_writes + out.emu.reverse.early_writes, 0);
+    assert!(
+        out.emu.forward.lateness_quantile_us(0.5) <= 80.0 + 100.0,
+        "{:?}",
+        out.emu.forward.lateness_quantile_us(0.5)
+    );
+    // The start-up probe measured something, and far more than 12 Mbit/s.
+    assert!(emu.capacity.mbps() > 100.0, "{:?}", emu.capacity);
+    assert!(emu.capacity_warning.is_none());
+}
+
+#[test]
+fn segments_leaving_together_reach_the_receiver_merged() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !can_run() {
+        return;
+    }
+    // At 1 Gbit/s (a packet every 12 µs, a 6 µs tolerance) runs of a flow's segments leave in
+    // one turn whenever the thread wakes or catches up; they go to the receiver as one GSO
+    // packet, which its kernel must accept (no device drops) and deliver (goodput).
+    let out = emulate(
+        r#"
+        duration = "2s"
+        [link]
+        rate = "1Gbps"
+        delay = "5ms"
+        queue = "1bdp"
+        [[flows]]
+        scheme = "kernel:cubic"
+        "#,
+    );
+    conserved(&out);
+    let fwd = &out.emu.forward;
+    assert!(fwd.merged_writes > 0 && fwd.merged_packets >= 2 * fwd.merged_writes, "{fwd:?}");
+    assert_eq!(fwd.device_drops, 0, "{:?}", fwd.last_write_error);
+    check_causality(out.run.packets.as_ref().unwrap(), 5_000_000);
+    // The receiving application read what the link delivered (merged writes carry the same
+    // bytes): the payload of the delivered packets (1448 of every 1500 bytes), less what was
+    // still in the receiver's buffer at the end (a few MB at most) and retransmitted copies.
+    // (No goodput threshold: on a loaded machine the sending application itself can be
+    // starved of CPU for long enough to leave the flow application-limited, GRO or not.)
+    let payload = out.run.metrics.total.bytes_delivered as f64 * 1448.0 / 1500.0;
+    let app = out.emu.flows[0].app.bytes as f64;
+    assert!(app > 0.9 * payload - 8e6 && app <= payload, "app read {app} bytes of {payload} delivered");
+    assert_eq!(out.emu.reverse.merged_writes, 0, "ACKs are never merged");
+}
+
+#[test]
 fn refuses_without_privileges() {
     // Run the binary as an unprivileged user (util-linux setpriv), where it must refuse with a
     // message saying what it needs.

@@ -31,6 +31,10 @@ def summary_table(result: RunResult) -> Table:
             f"{result.stats['data_late_p99_us']:.0f} us (data), "
             f"{result.stats['ack_late_p99_us']:.0f} us (ACKs)"
         )
+        cpu = result.stats.get("emu_path_cpu_pct")
+        if cpu is not None:
+            # Runs recorded before the emulator measured its own CPU use lack the figure.
+            caption += f"; its path used {cpu:.0f}% of a CPU"
     else:
         caption = (
             f"{result.stats['events']:,} events in {result.stats['wall_secs']:.2f} s "
