@@ -87,6 +87,7 @@ impl Args {
             spin_us: self.spin_us,
             rt_priority: (self.rt > 0).then_some(self.rt),
             single_thread: !self.two_threads,
+            trace: None,
         };
         (self.scenario, overrides, opts)
     }
