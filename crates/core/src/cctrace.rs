@@ -21,6 +21,9 @@ pub const DEFAULT_INTERVAL_NS: Time = 10_000_000;
 /// Prefix of the columns that hold a controller's own variables.
 pub const VAR_PREFIX: &str = "cc_";
 
+/// Controller variables the fixed columns already hold, in the same unit (bytes): left out.
+const RESTATED: [&str; 2] = ["cwnd", "ssthresh"];
+
 /// One reading of one flow's sender.
 #[derive(Clone, Debug, Default)]
 pub struct Sample<'a> {
@@ -43,7 +46,8 @@ pub struct Sample<'a> {
     /// Slow-start threshold in bytes: `Some(f64::INFINITY)` while unset, None where the
     /// controller has none.
     pub ssthresh: Option<f64>,
-    /// The controller's named variables (`cc_<name>` columns).
+    /// The controller's named variables (`cc_<name>` columns; `cwnd` and `ssthresh`, which
+    /// the fixed columns hold, are left out).
     pub vars: &'a [(&'static str, f64)],
 }
 
@@ -111,7 +115,7 @@ impl CcTrace {
         self.min_rtt_ms.push(ms(s.min_rtt));
         self.delivery_rate_mbps.push(mbps(s.delivery_rate));
         self.ssthresh.push(s.ssthresh.unwrap_or(f64::NAN));
-        for &(name, value) in s.vars {
+        for &(name, value) in s.vars.iter().filter(|(name, _)| !RESTATED.contains(name)) {
             let col = match self.vars.iter().position(|(c, _)| *c == name) {
                 Some(i) => &mut self.vars[i].1,
                 None => {

@@ -477,7 +477,7 @@ pub static TRACE: &[Column<Take<CcTrace>>] = &[
     col(
         "pacing_rate_mbps",
         "Mbit/s",
-        "the sender's pacing rate (NaN when it does not pace)",
+        "the rate the sender paces at (NaN when it does not pace); for kernel flows tcpi_pacing_rate, which Linux computes (2x or 1.2x cwnd/srtt) even where it does not pace",
         Take::F64(|t| &mut t.pacing_rate_mbps),
     ),
     col("srtt_ms", "ms", "smoothed RTT (RFC 6298; NaN before the first sample)", Take::F64(|t| &mut t.srtt_ms)),
@@ -491,7 +491,7 @@ pub static TRACE: &[Column<Take<CcTrace>>] = &[
     col(
         "ssthresh_bytes",
         "bytes",
-        "slow-start threshold (inf while unset, NaN where the controller has none)",
+        "slow-start threshold (inf while unset, as Linux's TCP_INFINITE_SSTHRESH, and for controllers that keep none)",
         Take::F64(|t| &mut t.ssthresh),
     ),
 ];

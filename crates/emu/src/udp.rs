@@ -17,7 +17,7 @@ use crate::sys::{wait_readable, Clock, RtDuty};
 use crate::topology::RECEIVER_IP;
 use cclab_cc::Rng;
 use cclab_core::scenario::{FlowSpec, Pacing, MSS};
-use cclab_engine::{trace_sender, CcTrace, Sampler};
+use cclab_engine::{trace_sender, CcTrace, Sampler, SenderView};
 use cclab_transport::{
     AckFrame, DataPacket, FeedbackSlot, Receiver, ReceiverConfig, Sender, SenderConfig, ACK_RANGES, DATA_HEADER,
 };
@@ -263,7 +263,13 @@ pub fn send(spec: &FlowSpec, port: u16, rng: Rng, when: Schedule, stop: &Stop) -
                         let now = clock.now();
                         tx.on_ack(now, &ack);
                         if let Some(tr) = stats.trace.as_mut().filter(|_| sampler.due(flow, now)) {
-                            trace_sender(tr, flow, now, tx.cc(), tx.in_flight(), tx.rtt(), tx.delivery_rate());
+                            let view = SenderView {
+                                in_flight: tx.in_flight(),
+                                pacing_rate: tx.pacing_rate(),
+                                rtt: tx.rtt(),
+                                delivery_rate: tx.delivery_rate(),
+                            };
+                            trace_sender(tr, flow, now, tx.cc(), view);
                         }
                     }
                 }

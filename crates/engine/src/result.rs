@@ -23,18 +23,20 @@ impl RunOptions {
     }
 }
 
-/// Appends one sample of a cclab sender (its controller, bytes in flight, RTT estimator and
-/// last delivery rate), taken after it processed an ACK at `t` and sent what the ACK allowed.
-/// Both engines' cclab senders call it, so their traces read alike.
-pub fn trace_sender(
-    trace: &mut CcTrace,
-    flow: u32,
-    t: u64,
-    cc: &dyn cclab_cc::CongestionControl,
-    in_flight: u64,
-    rtt: &cclab_cc::RttStats,
-    delivery_rate: Option<f64>,
-) {
+/// What a cclab sender shows a trace besides its controller: bytes in flight, the rate it
+/// paces at (bytes/s), its RTT estimator and its last delivery-rate sample (bytes/s).
+#[derive(Clone, Copy, Debug)]
+pub struct SenderView<'a> {
+    pub in_flight: u64,
+    pub pacing_rate: Option<f64>,
+    pub rtt: &'a cclab_cc::RttStats,
+    pub delivery_rate: Option<f64>,
+}
+
+/// Appends one sample of a cclab sender, taken after it processed an ACK at `t` and sent what
+/// the ACK allowed. Both engines' cclab senders call it, so their traces read alike.
+pub fn trace_sender(trace: &mut CcTrace, flow: u32, t: u64, cc: &dyn cclab_cc::CongestionControl, s: SenderView) {
+    let SenderView { in_flight, pacing_rate, rtt, delivery_rate } = s;
     let snap = cc.snapshot();
     trace.push(&Sample {
         flow,
@@ -42,7 +44,7 @@ pub fn trace_sender(
         mode: snap.mode,
         cwnd: cc.cwnd(),
         in_flight,
-        pacing_rate: cc.pacing_rate(),
+        pacing_rate,
         srtt: rtt.has_sample.then_some(rtt.smoothed),
         min_rtt: rtt.has_sample.then_some(rtt.min),
         delivery_rate,

@@ -19,7 +19,7 @@ use cclab_engine::plan::PathPlan;
 use cclab_engine::sinks::Sinks;
 use cclab_engine::stage::{DelayLine, Loss, WirePacket};
 use cclab_engine::workload::RequestSource;
-use cclab_engine::{trace_sender, CcTrace, RunOptions, RunOutput, Sampler};
+use cclab_engine::{trace_sender, CcTrace, RunOptions, RunOutput, Sampler, SenderView};
 use cclab_transport::{AckFrame, DataPacket, Receiver, ReceiverConfig, Sender, SenderConfig};
 
 #[derive(Clone, Copy, Debug)]
@@ -430,7 +430,13 @@ impl Sim {
         if let Some((trace, sampler)) = &mut self.cc_trace {
             if sampler.due(f, self.now) {
                 let s = &self.flows[f as usize].sender;
-                trace_sender(trace, f, self.now, s.cc(), s.in_flight(), s.rtt(), s.delivery_rate());
+                let view = SenderView {
+                    in_flight: s.in_flight(),
+                    pacing_rate: s.pacing_rate(),
+                    rtt: s.rtt(),
+                    delivery_rate: s.delivery_rate(),
+                };
+                trace_sender(trace, f, self.now, s.cc(), view);
             }
         }
         self.rearm(f);

@@ -235,7 +235,9 @@ impl Sender {
         !self.retransmit.is_empty() || self.next_offset < self.app_limit
     }
 
-    fn pacing_rate(&self) -> Option<f64> {
+    /// The rate the sender paces at, bytes/s (the controller's, or for a windowed controller
+    /// with pacing on Linux's 2×/1.2× cwnd/srtt); None when it does not pace.
+    pub fn pacing_rate(&self) -> Option<f64> {
         if self.cfg.never_pace {
             return None;
         }
