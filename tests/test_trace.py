@@ -150,9 +150,7 @@ KERNEL = """\
 
 @needs_root
 def test_kernel_bbr_traces_tcp_info_and_tcp_cc_info(write_scenario) -> None:
-    result = cclab.run(
-        write_scenario(KERNEL.format(scheme="kernel:bbr")), engine="emu", trace=True
-    )
+    result = cclab.run(write_scenario(KERNEL.format(scheme="kernel:bbr")), engine="emu", trace=True)
     trace = result.trace
     assert trace is not None and len(trace) > 100
     assert list(trace.columns[: len(FIXED)]) == FIXED

@@ -10,8 +10,8 @@ from typing import Any
 
 from cclab.engines import DEFAULT_ENGINE, engine_runner, engine_validator
 from cclab.result import RunResult
-from cclab.sender_trace import TraceOption, interval_ns
 from cclab.scenario_source import ScenarioSource, core_source, describe, overrides_json
+from cclab.sender_trace import TraceOption, interval_ns
 
 #: Called with the simulated time reached and the scenario's duration, both in ns, at most every
 #: 250 ms of wall time during a run. An exception it raises stops the run and propagates.

@@ -333,8 +333,8 @@ def compare(
     defaults to the scenario's), one run at a time, and compares them. The runs and
     `compare.json` are written as one experiment directory: `out` (which must not exist), or
     a new one in the archive (`Comparison.directory`). `trace` as for `cclab.run`: every run
-    keeps its sender trace, which the report draws engine against engine. Raises `cclab.batch.RunsFailedError`
-    when a run failed (the directory keeps the others)."""
+    keeps its sender trace, which the report draws engine against engine. Raises
+    `cclab.batch.RunsFailedError` when a run failed (the directory keeps the others)."""
     if runs < 1:
         raise CompareError("--runs must be at least 1")
     first_engine, second_engine = parse_engines(",".join(engines))

@@ -13,9 +13,9 @@ from typing import Any
 
 from rich.console import Console
 
-from cclab.sender_trace import DEFAULT_INTERVAL_NS, EVERY_ACK, interval_ns
 from cclab._core import OVERRIDES_FILE
 from cclab.errors import ErrorLocation
+from cclab.sender_trace import DEFAULT_INTERVAL_NS, EVERY_ACK, interval_ns
 
 #: Exit codes: bad input or a failed run, Ctrl-C (128 + SIGINT) as shells expect, and a reader
 #: that closed the pipe early (128 + SIGPIPE, what `yes | head` leaves in `PIPESTATUS`).

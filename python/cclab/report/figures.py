@@ -574,7 +574,9 @@ def sender_trace(study: Study) -> ReportFigure:
                 handles, labels, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0)
             )
     if not groups:
-        axes[0][0].text(0.5, 0.5, "no run kept a trace", ha="center", transform=axes[0][0].transAxes)
+        axes[0][0].text(
+            0.5, 0.5, "no run kept a trace", ha="center", transform=axes[0][0].transAxes
+        )
     for ax in axes[-1]:
         ax.set_xlabel("time (s)")
     engines = (
@@ -588,12 +590,14 @@ def sender_trace(study: Study) -> ReportFigure:
         "at most once per flow per sampling interval (10 ms unless the run asked otherwise). "
         "Left: the congestion window in kilobytes (controllers that keep no window are left "
         "out); right: the pacing rate in Mbit/s (gaps: the sender did not pace). For kernel "
-        "TCP in the emulator, both are the kernel's own (TCP_INFO: tcpi_snd_cwnd × "
+        "TCP in the emulator, both are the kernel's own (TCP_INFO: tcpi_snd_cwnd times "
         "tcpi_snd_mss, tcpi_pacing_rate), read every interval. At most "
         f"{TRACE_FLOWS} flows per run, each thinned evenly to {TRACE_POINTS:,} points; "
         "trace.parquet has every sample and the controllers' own variables." + engines
     )
-    return ReportFigure("sender-trace", "Congestion window and pacing rate over time", definition, fig)
+    return ReportFigure(
+        "sender-trace", "Congestion window and pacing rate over time", definition, fig
+    )
 
 
 def all_figures(study: Study) -> list[ReportFigure]:

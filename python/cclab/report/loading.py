@@ -151,9 +151,7 @@ def load_study(path: str | Path) -> Study:
         for entry in meta.get("runs", []):
             run_dir = path / entry["dir"]
             if entry.get("status", "ok") == "ok" and is_complete(run_dir):
-                runs.append(
-                    load_run(run_dir, entry.get("scheme"), entry.get("repetition"), entry)
-                )
+                runs.append(load_run(run_dir, entry.get("scheme"), entry.get("repetition"), entry))
             else:
                 failed.append(entry)
         schemes = list(meta.get("schemes") or dict.fromkeys(r.scheme for r in runs))
