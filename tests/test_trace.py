@@ -186,3 +186,18 @@ def test_compare_trace_draws_both_engines(cli, write_scenario, tmp_path) -> None
     assert code == 0, err
     html = (out / "report.html").read_text()
     assert "solid the first engine, dashed the second" in html
+
+
+@needs_root
+def test_cclab_senders_on_the_emulator_trace_as_in_the_simulator(write_scenario) -> None:
+    scenario = write_scenario(KERNEL.format(scheme="bbr"))
+    emu = cclab.run(scenario, engine="emu", trace=True).trace
+    sim = cclab.run(scenario, trace=True).trace
+    assert emu is not None and sim is not None
+    # The same sender code, so the same columns: the controller's variables included.
+    assert list(emu.columns) == list(sim.columns)
+    assert set(emu["mode"].astype(str)) >= {"startup", "probe_bw"}
+    assert 20.0 <= emu["min_rtt_ms"].min() < 23.0
+    # At most one sample per 10 ms of the run's clock, as in the simulator.
+    bins = emu["t_ns"].to_numpy() // DEFAULT_INTERVAL_NS
+    assert (bins[1:] > bins[:-1]).all()
