@@ -99,6 +99,13 @@ def test_the_interval_bounds_the_samples(write_scenario) -> None:
     pd.testing.assert_frame_equal(default, again)
 
 
+def test_a_notebook_plots_an_in_memory_trace(write_scenario) -> None:
+    view = cclab.run(write_scenario(TWO), trace=True).plot("trace")
+    assert view.title == "Congestion window and pacing rate over time"
+    cwnd_axes = view.figure.axes[0]
+    assert len(cwnd_axes.lines) == 2, "one line per flow"
+
+
 def test_bad_trace_options_are_clear_errors(cli, write_scenario) -> None:
     scenario = write_scenario(TWO)
     code, _, err = cli("run", scenario, "--trace", "--trace-interval", "often")

@@ -154,7 +154,7 @@ class RunResult:
     def plot(self, which: str = "throughput") -> Any:
         """One of the report's figures of this run, shown inline in Jupyter (a
         `cclab.notebook.FigureView`; `.figure` is the matplotlib figure). `which`: a key of
-        `cclab.notebook.FIGURES` (throughput, delay, jain, jain_cdf, throughput_delay)."""
+        `cclab.notebook.FIGURES` (throughput, delay, jain, jain_cdf, throughput_delay, trace)."""
         from cclab.notebook import plot, study_of_run
 
         return plot(study_of_run(self), which)

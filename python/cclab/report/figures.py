@@ -505,7 +505,7 @@ ENGINE_STYLES = ("-", "--")
 def _trace_groups(study: Study) -> list[tuple[str, list[RunData]]]:
     """What each row of the sender-trace figure overlays: in a comparison, the first run of
     each engine for one scheme pair; otherwise the first run of each scheme alone."""
-    traced = [r for r in study.runs if r.trace_path is not None]
+    traced = [r for r in study.runs if r.has_trace]
     if traced and all("pair" in r.tags and "side" in r.tags for r in traced):
         groups: dict[int, dict[int, RunData]] = {}
         for r in sorted(traced, key=lambda r: (r.repetition or 0, r.name)):
@@ -524,10 +524,7 @@ def _trace_groups(study: Study) -> list[tuple[str, list[RunData]]]:
 
 
 def _read_trace(run: RunData) -> pd.DataFrame:
-    assert run.trace_path is not None
-    return pq.read_table(
-        run.trace_path, columns=["flow", "t_ns", "cwnd_bytes", "pacing_rate_mbps"]
-    ).to_pandas()
+    return run.read_trace(["flow", "t_ns", "cwnd_bytes", "pacing_rate_mbps"])
 
 
 def sender_trace(study: Study) -> ReportFigure:
@@ -612,6 +609,6 @@ def all_figures(study: Study) -> list[ReportFigure]:
         figures.append(fct_cdfs(study))
     if any(r.middlebox is not None and len(r.middlebox) for r in study.runs):
         figures.append(middlebox_over_time(study))
-    if any(r.trace_path is not None for r in study.runs):
+    if any(r.has_trace for r in study.runs):
         figures.append(sender_trace(study))
     return figures

@@ -46,6 +46,9 @@ class RunData:
     middlebox: pd.DataFrame | None = None
     #: The run's entry tags in its experiment (a comparison's `pair` and `side`); {} alone.
     tags: dict[str, Any] = field(default_factory=dict)
+    #: An in-memory run's sender trace (a notebook's result); a directory's is read from
+    #: `trace_path` by the figures that draw it.
+    trace: pd.DataFrame | None = None
 
     @property
     def name(self) -> str:
@@ -77,6 +80,17 @@ class RunData:
         """The run's sender trace (`--trace`), read only by the figures that draw it."""
         path = self.path / TRACE_FILE
         return path if path.exists() else None
+
+    @property
+    def has_trace(self) -> bool:
+        return self.trace is not None or self.trace_path is not None
+
+    def read_trace(self, columns: list[str]) -> pd.DataFrame:
+        """`columns` of the run's sender trace (which it must have)."""
+        if self.trace is not None:
+            return self.trace[columns]
+        assert self.trace_path is not None, "a run without a trace"
+        return pd.read_parquet(self.trace_path, columns=columns)
 
     @property
     def engine(self) -> str:
