@@ -213,8 +213,9 @@ impl Sampler {
         if t < self.next[f] {
             return false;
         }
-        if self.interval > 0 {
-            self.next[f] = (t / self.interval + 1) * self.interval;
+        // Interval 0 (every ACK) leaves the next due time at 0.
+        if let Some(k) = t.checked_div(self.interval) {
+            self.next[f] = (k + 1) * self.interval;
         }
         true
     }

@@ -244,6 +244,7 @@ pub fn send(spec: &FlowSpec, port: u16, rng: Rng, when: Schedule, stop: &Stop) -
     let mut tx = Sender::new(sender_config(spec), cc, rng);
     let mut stats = SendStats { trace: trace.map(|_| CcTrace::default()), ..Default::default() };
     let mut sampler = Sampler::new(trace.unwrap_or(0));
+    let mut sample_at = None;
     let mut out = vec![0u8; DATA_HDR + MSS as usize];
     let mut buf = vec![0u8; 2048];
     if !stop.sleep_until(clock, start) {
@@ -262,14 +263,8 @@ pub fn send(spec: &FlowSpec, port: u16, rng: Rng, when: Schedule, stop: &Stop) -
                     if let Some(ack) = decode_ack(&buf[..n]) {
                         let now = clock.now();
                         tx.on_ack(now, &ack);
-                        if let Some(tr) = stats.trace.as_mut().filter(|_| sampler.due(flow, now)) {
-                            let view = SenderView {
-                                in_flight: tx.in_flight(),
-                                pacing_rate: tx.pacing_rate(),
-                                rtt: tx.rtt(),
-                                delivery_rate: tx.delivery_rate(),
-                            };
-                            trace_sender(tr, flow, now, tx.cc(), view);
+                        if stats.trace.is_some() && sampler.due(flow, now) {
+                            sample_at = Some(now);
                         }
                     }
                 }
@@ -290,6 +285,16 @@ pub fn send(spec: &FlowSpec, port: u16, rng: Rng, when: Schedule, stop: &Stop) -
             if socket::send(fd, &out[..len], MsgFlags::empty()).is_err() {
                 stats.local_drops += 1;
             }
+        }
+        // As the simulator samples: after the ACKs, once the sender sent what they allowed.
+        if let (Some(t), Some(tr)) = (sample_at.take(), stats.trace.as_mut()) {
+            let view = SenderView {
+                in_flight: tx.in_flight(),
+                pacing_rate: tx.pacing_rate(),
+                rtt: tx.rtt(),
+                delivery_rate: tx.delivery_rate(),
+            };
+            trace_sender(tr, flow, t, tx.cc(), view);
         }
         let now = clock.now();
         let wait = tx.next_timeout().map_or(POLL_NS, |t| t.saturating_sub(now).min(POLL_NS)).min(stop_at - now);
