@@ -9,6 +9,9 @@
 //! 3. peak resident memory after a 60 s and then a 600 s run of the same single-flow path: with
 //!    the packet log off it must not grow with packets delivered.
 //!
+//! `CCLAB_BENCH_TRACE=10ms` (or `ack`) runs every scenario with the sender trace on at that
+//! interval (`--trace`), to measure what tracing costs; unset, tracing is off as by default.
+//!
 //! An "event" is one packet hop out of a delay line or the bottleneck, one timer firing, or one
 //! flow start/stop (the units ns-3 counts as scheduled events).
 
@@ -18,8 +21,18 @@ fn scenario(text: &str) -> cclab_core::Scenario {
     cclab_sim::parse_scenario(text, "bench.toml", &toml::Table::new()).unwrap_or_else(|e| panic!("{e}"))
 }
 
+/// The trace interval `CCLAB_BENCH_TRACE` asks for, ns (None: unset, no trace).
+fn trace_interval() -> Option<u64> {
+    let v = std::env::var("CCLAB_BENCH_TRACE").ok()?;
+    if v == "ack" {
+        return Some(0);
+    }
+    Some(cclab_core::Dur::parse(&v).unwrap_or_else(|e| panic!("CCLAB_BENCH_TRACE={v}: {e}")).ns())
+}
+
 fn run(s: &cclab_core::Scenario) -> cclab_sim::RunOutput {
-    cclab_sim::run(s, &cclab_sim::RunOptions::default(), &mut |_| Ok(())).expect("bench run")
+    let opts = cclab_sim::RunOptions { trace: trace_interval(), ..Default::default() };
+    cclab_sim::run(s, &opts, &mut |_| Ok(())).expect("bench run")
 }
 
 fn peak_rss_mib() -> f64 {

@@ -11,6 +11,7 @@ from typing import Any
 from cclab.engines import DEFAULT_ENGINE, engine_runner, engine_validator
 from cclab.result import RunResult
 from cclab.scenario_source import ScenarioSource, core_source, describe, overrides_json
+from cclab.sender_trace import TraceOption, interval_ns
 
 #: Called with the simulated time reached and the scenario's duration, both in ns, at most every
 #: 250 ms of wall time during a run. An exception it raises stops the run and propagates.
@@ -36,6 +37,7 @@ def run(
     *,
     seed: int | None = None,
     log_packets: bool = False,
+    trace: TraceOption = False,
     out: str | Path | None = None,
     progress: ProgressCallback | None = None,
     engine: str = DEFAULT_ENGINE,
@@ -50,12 +52,19 @@ def run(
     `out`, the run directory is written there (atomically). Ctrl-C stops the run with
     KeyboardInterrupt. Raises `cclab.ScenarioError` for an invalid scenario and
     `cclab.SimulationError` when a valid one cannot run.
+
+    `trace` samples every flow's sender over time into `result.trace` (and `trace.parquet`):
+    True samples at most once per flow per 10 ms, a duration ("1ms") sets the interval, "ack"
+    samples after every ACK.
     """
     core_run = engine_runner(engine)
+    trace_ns = interval_ns(trace)
     text, is_path = core_source(source)
     started_at = datetime.now().astimezone()
     t0 = time.perf_counter()
-    raw = core_run(text, is_path, overrides_json(overrides, seed), log_packets, progress)
+    raw = core_run(
+        text, is_path, overrides_json(overrides, seed), log_packets, progress, trace_ns=trace_ns
+    )
     result = RunResult.from_core(
         raw,
         source=describe(source),

@@ -2,7 +2,8 @@
 
 A run directory holds `scenario.toml` (as run, every default filled), the results as Parquet
 (zstd) — `summary`, `timeseries`, `jain`, `flows`; `requests` and `fct` for a run with request
-workloads, `middlebox` for one with a middlebox; and, when packets were logged, `packets` — and
+workloads, `middlebox` for one with a middlebox; when packets were logged, `packets`; with a
+sender trace, `trace` — and
 `meta.json` (its `fct` holds the `fct` table by size bucket, for the archive index). Everything
 is first written into a hidden sibling `.<name>.partial-<random>`;
 `meta.json` (with `"complete": true`) is written last, then the directory is renamed into place
@@ -30,6 +31,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from cclab.provenance import environment
+from cclab.sender_trace import TRACE_FILE
 
 if TYPE_CHECKING:
     from cclab.result import RunResult
@@ -132,6 +134,8 @@ def _write_contents(result: RunResult, folder: Path, command: list[str] | None) 
             frame.to_parquet(folder / f"{stem}.parquet", compression=COMPRESSION, index=False)
     if result.packet_columns is not None:
         _write_packets(result.packet_columns, folder / "packets.parquet")
+    if result.trace is not None:
+        result.trace.to_parquet(folder / TRACE_FILE, compression=COMPRESSION, index=False)
     files = [*sorted(p.name for p in folder.iterdir()), META_FILE]
     # Last: the marker that the directory is whole.
     with (folder / META_FILE).open("w") as f:

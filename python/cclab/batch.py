@@ -80,6 +80,8 @@ class RunSpec:
     label: str = ""
     tags: Mapping[str, Any] = field(default_factory=dict)
     log_packets: bool = False
+    #: The sender trace (`cclab.run`'s `trace`): False, True, an interval or "ack".
+    trace: bool | str | int | None = False
 
 
 @dataclass(frozen=True)
@@ -215,6 +217,7 @@ def execute_task(
         task.scenario,
         seed=spec.seed,
         log_packets=spec.log_packets,
+        trace=spec.trace,
         progress=progress,
         engine=spec.engine,
         **task.overrides,

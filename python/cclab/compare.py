@@ -324,6 +324,7 @@ def compare(
     seed: int | None = None,
     overrides: dict[str, Any] | None = None,
     out: Path | None = None,
+    trace: bool | str | int | None = False,
     on_start: StartCallback | None = None,
     progress: Callable[[int, int], object] | None = None,
     command: list[str] | None = None,
@@ -331,8 +332,9 @@ def compare(
     """Runs the scenario on both engines (`runs` times each, seeds seed, seed+1, ...; seed
     defaults to the scenario's), one run at a time, and compares them. The runs and
     `compare.json` are written as one experiment directory: `out` (which must not exist), or
-    a new one in the archive (`Comparison.directory`). Raises `cclab.batch.RunsFailedError`
-    when a run failed (the directory keeps the others)."""
+    a new one in the archive (`Comparison.directory`). `trace` as for `cclab.run`: every run
+    keeps its sender trace, which the report draws engine against engine. Raises
+    `cclab.batch.RunsFailedError` when a run failed (the directory keeps the others)."""
     if runs < 1:
         raise CompareError("--runs must be at least 1")
     first_engine, second_engine = parse_engines(",".join(engines))
@@ -345,7 +347,10 @@ def compare(
     base_toml = validate(scenario, seed=seed, engine=first.engine, **resolved_overrides(first))
     base = tomllib.loads(base_toml)
     base_seed = int(base["seed"])
-    specs = [dataclasses.replace(s, seed=base_seed + int(s.tags["repetition"]) - 1) for s in specs]
+    specs = [
+        dataclasses.replace(s, seed=base_seed + int(s.tags["repetition"]) - 1, trace=trace)
+        for s in specs
+    ]
     plan = Plan(
         kind="comparison",
         name=str(base["name"]),

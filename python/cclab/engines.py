@@ -20,7 +20,8 @@ from typing import Any
 from cclab import _core
 from cclab.errors import SimulationError
 
-#: `_core.run`'s shape: (text, is_path, overrides JSON, log_packets, progress) → result dict.
+#: `_core.run`'s shape: (text, is_path, overrides JSON, log_packets, progress, trace_ns=) →
+#: result dict.
 CoreRun = Callable[..., dict[str, Any]]
 #: `_core.validate`'s shape: (text, is_path, overrides JSON) → the filled scenario as TOML.
 CoreValidate = Callable[..., str]

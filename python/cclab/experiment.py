@@ -128,6 +128,7 @@ def run_experiment(
     jobs: int | None = None,
     out: str | os.PathLike[str] | None = None,
     log_packets: bool = False,
+    trace: bool | str | int | None = False,
     observer: Observer | None = None,
     command: list[str] | None = None,
     **overrides: Any,
@@ -169,6 +170,7 @@ def run_experiment(
             label=p.label,
             tags={"repetition": p.repetition},
             log_packets=log_packets,
+            trace=trace,
         )
         for p in plan_runs(schemes, runs, base_seed)
     ]

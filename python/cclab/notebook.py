@@ -38,6 +38,7 @@ FIGURES: dict[str, str] = {
     "delay": "delay_over_time",
     "jain": "jain_over_time",
     "jain_cdf": "jain_cdf",
+    "trace": "sender_trace",
 }
 
 
@@ -92,6 +93,7 @@ def study_of_run(result: RunResult) -> Study:
         jain=result.jain,
         flows=result.flows,
         capacity=None,
+        trace=result.trace,
     )
     return Study(
         path=run.path,

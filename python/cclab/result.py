@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from cclab import _core
+from cclab.sender_trace import trace_frame
 
 #: Arrival time of a packet that never arrived (dropped or still in flight), in `packets`.
 NEVER: int = _core.NEVER
@@ -102,6 +103,8 @@ class RunResult:
     fct: pd.DataFrame = field(default_factory=lambda: typed_frame("fct", []))
     #: The middlebox's inbox every control interval: rate, queue, RTT (empty without one).
     middlebox: pd.DataFrame = field(default_factory=lambda: typed_frame("middlebox", []))
+    #: Every flow's sender over time (`trace=`): one row per sample, None without a trace.
+    trace: pd.DataFrame | None = field(default=None, repr=False)
 
     @classmethod
     def from_core(
@@ -127,6 +130,7 @@ class RunResult:
             requests=table_frame("requests", raw.get("requests")),
             fct=table_frame("fct", raw.get("fct")),
             middlebox=table_frame("middlebox", raw.get("middlebox")),
+            trace=trace_frame(raw.get("trace")),
         )
 
     @cached_property
@@ -150,7 +154,7 @@ class RunResult:
     def plot(self, which: str = "throughput") -> Any:
         """One of the report's figures of this run, shown inline in Jupyter (a
         `cclab.notebook.FigureView`; `.figure` is the matplotlib figure). `which`: a key of
-        `cclab.notebook.FIGURES` (throughput, delay, jain, jain_cdf, throughput_delay)."""
+        `cclab.notebook.FIGURES` (throughput, delay, jain, jain_cdf, throughput_delay, trace)."""
         from cclab.notebook import plot, study_of_run
 
         return plot(study_of_run(self), which)

@@ -5,6 +5,7 @@
 //!
 //! Must not import any other cclab crate: everything else builds on this one.
 
+pub mod cctrace;
 pub mod cdf;
 pub mod input;
 pub mod rng;

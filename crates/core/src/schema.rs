@@ -11,6 +11,7 @@
 //! `packets`. The engine-level tables (`flows`, `stats`) are declared with the types they read,
 //! beside the engines' result types, with the same [`Column`] machinery.
 
+use crate::cctrace::{self, CcTrace};
 use crate::metrics::fct::{FctRow, FctSummary, BUCKETS};
 use crate::metrics::{FlowSummary, JainRow, Metrics, SeriesRow};
 use crate::record::{Fate, PacketKind, PacketLog};
@@ -134,7 +135,10 @@ pub enum Take<T> {
     U8(fn(&mut T) -> &mut Vec<u8>),
     U32(fn(&mut T) -> &mut Vec<u32>),
     U64(fn(&mut T) -> &mut Vec<u64>),
+    F64(fn(&mut T) -> &mut Vec<f64>),
     Bool(fn(&mut T) -> &mut Vec<bool>),
+    /// Names from a fixed set (a controller's modes), handed over as strings.
+    StaticStr(fn(&mut T) -> &mut Vec<&'static str>),
 }
 
 impl<T> Access for Take<T> {
@@ -143,7 +147,9 @@ impl<T> Access for Take<T> {
             Take::U8(_) => DType::U8,
             Take::U32(_) => DType::U32,
             Take::U64(_) => DType::U64,
+            Take::F64(_) => DType::F64,
             Take::Bool(_) => DType::Bool,
+            Take::StaticStr(_) => DType::Str,
         }
     }
 }
@@ -154,7 +160,9 @@ impl<T> Take<T> {
             Take::U8(f) => Data::U8(std::mem::take(f(store))),
             Take::U32(f) => Data::U32(std::mem::take(f(store))),
             Take::U64(f) => Data::U64(std::mem::take(f(store))),
+            Take::F64(f) => Data::F64(std::mem::take(f(store))),
             Take::Bool(f) => Data::Bool(std::mem::take(f(store))),
+            Take::StaticStr(f) => Data::Str(std::mem::take(f(store)).into_iter().map(str::to_string).collect()),
         }
     }
 }
@@ -453,6 +461,50 @@ pub static PACKETS: &[Column<Take<PacketLog>>] = &[
     col("retransmission", "", "whether the packet was a retransmission", Take::Bool(|l| &mut l.retransmission)),
 ];
 
+/// The `trace` table (`--trace`): every flow's sender sampled over time. These are its fixed
+/// columns; each controller variable follows as a `cc_<name>` column ([`TRACE_VARS`]).
+pub static TRACE: &[Column<Take<CcTrace>>] = &[
+    col("flow", "", "flow id", Take::U32(|t| &mut t.flow)),
+    col("t_ns", "ns", "sample time, from the run's time origin (after the sender processed an ACK)", Take::U64(|t| &mut t.t)),
+    col(
+        "mode",
+        "",
+        "the controller's mode (e.g. startup, probe_bw, slow_start, cong_avoid, recovery, competitive); for kernel flows the TCP state (open, disorder, cwr, recovery, loss)",
+        Take::StaticStr(|t| &mut t.mode),
+    ),
+    col("cwnd_bytes", "bytes", "congestion window", Take::U64(|t| &mut t.cwnd)),
+    col("in_flight_bytes", "bytes", "bytes sent and not yet acknowledged or declared lost", Take::U64(|t| &mut t.in_flight)),
+    col(
+        "pacing_rate_mbps",
+        "Mbit/s",
+        "the rate the sender paces at (NaN when it does not pace); for kernel flows tcpi_pacing_rate, which Linux computes (2x or 1.2x cwnd/srtt) even where it does not pace",
+        Take::F64(|t| &mut t.pacing_rate_mbps),
+    ),
+    col("srtt_ms", "ms", "smoothed RTT (RFC 6298; NaN before the first sample)", Take::F64(|t| &mut t.srtt_ms)),
+    col("min_rtt_ms", "ms", "minimum RTT seen by the connection (NaN before the first sample)", Take::F64(|t| &mut t.min_rtt_ms)),
+    col(
+        "delivery_rate_mbps",
+        "Mbit/s",
+        "the last delivery-rate sample (draft-cheng-iccrg-delivery-rate-estimation; Linux tcpi_delivery_rate; NaN before the first)",
+        Take::F64(|t| &mut t.delivery_rate_mbps),
+    ),
+    col(
+        "ssthresh_bytes",
+        "bytes",
+        "slow-start threshold (inf while unset, as Linux's TCP_INFINITE_SSTHRESH, and for controllers that keep none)",
+        Take::F64(|t| &mut t.ssthresh),
+    ),
+];
+
+/// The family of `trace` columns a controller adds, for the docs and `cclab._core.SCHEMA`.
+pub static TRACE_VARS: ColumnInfo = ColumnInfo {
+    name: "cc_*",
+    dtype: DType::F64,
+    unit: "per variable",
+    doc: "the controller's own variables (CongestionControl::snapshot), one column each, NaN for flows whose controller lacks it: e.g. BBR cc_bw (bytes/s), cc_min_rtt (s), cc_pacing_gain, cc_cycle_idx; Copa cc_velocity, cc_delta; Cubic cc_w_max (packets), cc_k (s); kernel BBR (TCP_CC_INFO) cc_bw (bytes/s), cc_min_rtt (s), cc_pacing_gain, cc_cwnd_gain",
+    codes: &[],
+};
+
 pub static REQUESTS: &[Column<Get<FctRow>>] = &[
     col("request", "", "request id, in arrival order", Get::U64(|r| r.request.id)),
     col("flow", "", "the connection (flow id) that carried it", Get::U32(|r| r.request.flow)),
@@ -538,6 +590,16 @@ pub fn packets(mut log: PacketLog) -> Columns {
     Columns::take(PACKETS, &mut log)
 }
 
+/// The `trace` table: the fixed columns moved out of `trace`, then a `cc_<name>` column per
+/// controller variable.
+pub fn trace(mut trace: CcTrace) -> Columns {
+    let mut cols = Columns::take(TRACE, &mut trace);
+    for (name, data) in trace.vars {
+        cols.0.push(Values { name: cctrace::var_column(name), codes: &[], data: Data::F64(data) });
+    }
+    cols
+}
+
 /// Every table declared in the core.
 pub fn tables() -> Vec<Table> {
     vec![
@@ -548,6 +610,11 @@ pub fn tables() -> Vec<Table> {
         describe("packets", "one row per data or ACK packet (when packets are logged)", PACKETS),
         describe("requests", "one row per request of a request workload (empty without one)", REQUESTS),
         describe("fct", "FCT and slowdown per size bucket, then over all requests", FCT),
+        {
+            let mut t = describe("trace", "one row per sample of a flow's sender (with --trace)", TRACE);
+            t.columns.push(TRACE_VARS);
+            t
+        },
     ]
 }
 

@@ -60,8 +60,9 @@ fn main() {
     let bins = base.duration.ns().div_ceil(bin) as usize;
 
     let sim_s = with_scheme(&base, &args[1]);
-    let (sim, trace) = cclab_sim::run_traced(&sim_s, &RunOptions { log_packets: true }, &mut |_| Ok(()))
-        .unwrap_or_else(|e| panic!("simulator: {e}"));
+    let (sim, trace) =
+        cclab_sim::run_traced(&sim_s, &RunOptions { log_packets: true, ..Default::default() }, &mut |_| Ok(()))
+            .unwrap_or_else(|e| panic!("simulator: {e}"));
     let emu_s = with_scheme(&base, &args[2]);
     let opts = EmuOptions { log_packets: true, base_dir: path.parent().unwrap().into(), ..EmuOptions::default() };
     let emu = cclab_emu::run(&emu_s, &opts, &mut |_| Ok(())).unwrap_or_else(|e| panic!("emulator: {e}"));

@@ -27,8 +27,16 @@ const RCVLOWAT: libc::c_int = 256 * 1024;
 /// Longest blocking wait, so a stop is noticed promptly.
 const POLL_NS: u64 = 20_000_000;
 
-/// How often the sender samples TCP_INFO.
-const SAMPLE_NS: u64 = 10_000_000;
+/// How often the sender samples TCP_INFO without a trace interval (`--trace` sets its own):
+/// the simulator's default trace interval, so the two engines' traces line up.
+pub const SAMPLE_NS: u64 = cclab_core::cctrace::DEFAULT_INTERVAL_NS;
+/// The shortest TCP_INFO sampling interval: each reading is a system call on the sending
+/// thread, and TCP_INFO has no per-ACK hook (a trace of every ACK samples this often instead).
+pub const MIN_SAMPLE_NS: u64 = 1_000_000;
+/// `TCP_INFINITE_SSTHRESH` (include/net/tcp.h): the threshold before any loss.
+const INFINITE_SSTHRESH: u32 = 0x7fff_ffff;
+/// `BBR_UNIT` (net/ipv4/tcp_bbr.c): the gains in `tcp_bbr_info` are fixed point, ×256.
+const BBR_UNIT: f64 = 256.0;
 
 /// One reading of the kernel's view of the connection (TCP_INFO).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -39,9 +47,17 @@ pub struct TcpSample {
     /// Smoothed RTT and the connection's minimum RTT, µs.
     pub srtt_us: u32,
     pub min_rtt_us: u32,
-    /// Congestion window and segments in flight (sent, not yet acked).
+    /// Congestion window and segments sent and not yet acked, in segments of `snd_mss` bytes.
     pub cwnd: u32,
     pub unacked: u32,
+    /// Of the unacked: SACKed, and marked lost; `retrans`: retransmissions in flight (Linux's
+    /// `tcp_packets_in_flight` = unacked − sacked − lost + retrans).
+    pub sacked: u32,
+    pub lost: u32,
+    pub retrans: u32,
+    pub snd_mss: u32,
+    /// Slow-start threshold, segments (`INFINITE_SSTHRESH` before any reduction).
+    pub ssthresh: u32,
     pub total_retrans: u32,
     /// Pacing rate and the last delivery-rate sample, bytes/s.
     pub pacing_rate: u64,
@@ -72,6 +88,58 @@ impl TcpTrace {
     pub fn total_retrans(&self) -> u32 {
         self.samples.last().map_or(0, |s| s.total_retrans)
     }
+
+    /// The readings as rows of the run's sender trace (the columns the simulator's senders
+    /// fill), with BBR's TCP_CC_INFO as `cc_bw` (bytes/s), `cc_min_rtt` (s), `cc_pacing_gain`
+    /// and `cc_cwnd_gain`, in the units of the simulator's BBR.
+    pub fn append_to(&self, flow: u32, trace: &mut cclab_core::cctrace::CcTrace) {
+        for s in &self.samples {
+            if s.snd_mss == 0 {
+                continue; // not connected yet
+            }
+            let mss = s.snd_mss as u64;
+            let segments_in_flight =
+                (s.unacked as u64 + s.retrans as u64).saturating_sub(s.sacked as u64 + s.lost as u64);
+            let bbr = [
+                ("bw", s.bbr_bw as f64),
+                ("min_rtt", s.bbr_min_rtt_us as f64 / 1e6),
+                ("pacing_gain", s.bbr_pacing_gain as f64 / BBR_UNIT),
+                ("cwnd_gain", s.bbr_cwnd_gain as f64 / BBR_UNIT),
+            ];
+            let has_bbr = s.bbr_pacing_gain > 0;
+            trace.push(&cclab_core::cctrace::Sample {
+                flow,
+                t: s.t,
+                mode: ca_state_name(s.ca_state),
+                cwnd: s.cwnd as u64 * mss,
+                in_flight: segments_in_flight * mss,
+                // ~0 (unlimited) when nothing set a rate.
+                pacing_rate: (s.pacing_rate != u64::MAX).then_some(s.pacing_rate as f64),
+                srtt: (s.srtt_us > 0).then_some(s.srtt_us as u64 * 1000),
+                // tcpi_min_rtt is ~0U until the first sample.
+                min_rtt: (s.min_rtt_us > 0 && s.min_rtt_us != u32::MAX).then_some(s.min_rtt_us as u64 * 1000),
+                delivery_rate: (s.delivery_rate > 0).then_some(s.delivery_rate as f64),
+                ssthresh: Some(if s.ssthresh >= INFINITE_SSTHRESH {
+                    f64::INFINITY
+                } else {
+                    (s.ssthresh as u64 * mss) as f64
+                }),
+                vars: if has_bbr { &bbr } else { &[] },
+            });
+        }
+    }
+}
+
+/// `enum tcp_ca_state` (include/uapi/linux/tcp.h), by value.
+fn ca_state_name(state: u8) -> &'static str {
+    match state {
+        0 => "open",
+        1 => "disorder",
+        2 => "cwr",
+        3 => "recovery",
+        4 => "loss",
+        _ => "unknown",
+    }
 }
 
 /// Reads the fields of `struct tcp_info` (linux/tcp.h) the trace keeps, by their offsets in
@@ -94,6 +162,13 @@ fn tcp_info(sock: impl AsFd, t: u64) -> io::Result<TcpSample> {
         ne_u32(&buf, len, 24),
     );
     let (pacing_rate, delivery_rate) = (ne_u64(&buf, len, 104), ne_u64(&buf, len, 160));
+    let (snd_mss, sacked, lost, retrans, ssthresh) = (
+        ne_u32(&buf, len, 16),
+        ne_u32(&buf, len, 28),
+        ne_u32(&buf, len, 32),
+        ne_u32(&buf, len, 36),
+        ne_u32(&buf, len, 76),
+    );
     // struct tcp_bbr_info: bw_lo, bw_hi, min_rtt, pacing_gain, cwnd_gain (u32 each).
     let mut cc = [0u8; 20];
     let mut cc_len = cc.len() as libc::socklen_t;
@@ -108,6 +183,11 @@ fn tcp_info(sock: impl AsFd, t: u64) -> io::Result<TcpSample> {
         min_rtt_us,
         cwnd,
         unacked,
+        sacked,
+        lost,
+        retrans,
+        snd_mss,
+        ssthresh,
         total_retrans,
         pacing_rate,
         delivery_rate,
@@ -215,7 +295,15 @@ fn tcp_socket(cc: &str) -> io::Result<OwnedFd> {
 
 /// Connects at `start`, sends as fast as the connection allows until `stop_at`, then aborts.
 /// Runs on a thread already inside the sender's namespace.
-pub fn send(cc: &str, port: u16, clock: Clock, start: u64, stop_at: u64, stop: &Stop) -> io::Result<TcpTrace> {
+/// TCP_INFO is read every `sample_ns`.
+pub fn send(
+    cc: &str,
+    port: u16,
+    clock: Clock,
+    (start, stop_at): (u64, u64),
+    sample_ns: u64,
+    stop: &Stop,
+) -> io::Result<TcpTrace> {
     let sock = tcp_socket(cc)?;
     let mut trace = TcpTrace::default();
     if !stop.sleep_until(clock, start) {
@@ -249,7 +337,7 @@ pub fn send(cc: &str, port: u16, clock: Clock, start: u64, stop_at: u64, stop: &
         }
         if now >= next_sample {
             trace.samples.push(tcp_info(&sock, now)?);
-            next_sample = now + SAMPLE_NS;
+            next_sample = now + sample_ns;
         }
         match nix::unistd::write(&sock, &buf) {
             Ok(_) => {}

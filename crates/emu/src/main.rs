@@ -97,6 +97,7 @@ impl Args {
             rt_priority: (self.rt > 0).then_some(self.rt),
             single_thread: !self.two_threads,
             receive_offload: !self.no_gro,
+            trace: None,
         };
         (self.scenario, overrides, opts)
     }

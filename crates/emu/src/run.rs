@@ -59,6 +59,10 @@ pub struct EmuOptions {
     /// Merge a kernel TCP flow's segments that leave the path together into one GSO write
     /// to the receiver, as the receiving NIC's GRO would (each segment keeps its own record).
     pub receive_offload: bool,
+    /// Trace every flow's sender (`--trace`) at most once per this many ns: cclab senders after
+    /// their ACKs as in the simulator (0: every ACK), kernel senders from TCP_INFO (at least
+    /// `kernel_tcp::MIN_SAMPLE_NS` apart). None: no trace.
+    pub trace: Option<u64>,
 }
 
 impl Default for EmuOptions {
@@ -76,6 +80,7 @@ impl Default for EmuOptions {
             rt_priority: Some(10),
             single_thread: true,
             receive_offload: true,
+            trace: None,
         }
     }
 }
@@ -112,6 +117,8 @@ pub struct FlowEnd {
     pub local_drops: u64,
     /// TCP_INFO readings of a `kernel:` sender.
     pub tcp: kernel_tcp::TcpTrace,
+    /// A cclab sender's trace (with `EmuOptions::trace`).
+    pub trace: Option<cclab_engine::CcTrace>,
 }
 
 /// Emulator-specific counters, next to the engine-neutral `RunOutput`.
@@ -462,7 +469,10 @@ pub fn run(
             let spec = &scenario.flows[p.spec];
             let handle = match &p.scheme {
                 EmuScheme::Kernel(cc) => s.spawn(move || {
-                    let r = ns.enter().and_then(|_| kernel_tcp::send(cc, p.port, clock, p.start, p.stop, &stop));
+                    let sample_ns = opts.trace.map_or(kernel_tcp::SAMPLE_NS, |i| i.max(kernel_tcp::MIN_SAMPLE_NS));
+                    let r = ns
+                        .enter()
+                        .and_then(|_| kernel_tcp::send(cc, p.port, clock, (p.start, p.stop), sample_ns, &stop));
                     match r {
                         Ok(tcp) => FlowEnd { tcp, ..Default::default() },
                         Err(e) => {
@@ -474,10 +484,17 @@ pub fn run(
                 EmuScheme::Cclab => {
                     let rng = path.flow_rng(p.id);
                     s.spawn(move || {
-                        let when = udp::Schedule { clock, start: p.start, stop_at: p.stop, rt: endpoint_rt };
+                        let when = udp::Schedule {
+                            clock,
+                            start: p.start,
+                            stop_at: p.stop,
+                            rt: endpoint_rt,
+                            trace: opts.trace,
+                            flow: p.id,
+                        };
                         let r = ns.enter().and_then(|_| udp::send(spec, p.port, rng, when, &stop));
                         match r {
-                            Ok(st) => FlowEnd { local_drops: st.local_drops, ..Default::default() },
+                            Ok(st) => FlowEnd { local_drops: st.local_drops, trace: st.trace, ..Default::default() },
                             Err(e) => {
                                 report(&tx, format!("flow {i} sender"), e);
                                 FlowEnd::default()
@@ -561,8 +578,22 @@ pub fn run(
     let (sender_tun, receiver_tun) = topo.counters().unwrap_or_default();
     drop(topo);
 
+    let mut run = collector.finish(&path, wall.elapsed().as_secs_f64());
+    if opts.trace.is_some() {
+        // One table for the run: cclab senders' own rows, kernel senders' TCP_INFO readings.
+        let mut trace = cclab_engine::CcTrace::default();
+        for (p, end) in plans.iter().zip(&mut flow_ends) {
+            if let Some(t) = end.trace.take() {
+                trace.extend(t);
+            } else if matches!(p.scheme, EmuScheme::Kernel(_)) {
+                end.tcp.append_to(p.id, &mut trace);
+            }
+        }
+        trace.sort();
+        run.trace = Some(trace);
+    }
     Ok(EmuOutput {
-        run: collector.finish(&path, wall.elapsed().as_secs_f64()),
+        run,
         emu: EmuStats {
             forward,
             reverse,

@@ -17,6 +17,7 @@ use crate::sys::{wait_readable, Clock, RtDuty};
 use crate::topology::RECEIVER_IP;
 use cclab_cc::Rng;
 use cclab_core::scenario::{FlowSpec, Pacing, MSS};
+use cclab_engine::{trace_sender, CcTrace, Sampler, SenderView};
 use cclab_transport::{
     AckFrame, DataPacket, FeedbackSlot, Receiver, ReceiverConfig, Sender, SenderConfig, ACK_RANGES, DATA_HEADER,
 };
@@ -204,13 +205,15 @@ pub fn sender_config(spec: &FlowSpec) -> SenderConfig {
     }
 }
 
-/// Counters of a UDP sender.
-#[derive(Clone, Copy, Debug, Default)]
+/// Counters of a UDP sender, and its trace.
+#[derive(Clone, Debug, Default)]
 pub struct SendStats {
     pub packets: u64,
     /// Datagrams the local kernel refused (socket or device queue full): lost before the
     /// emulator saw them, and recovered by the transport like any loss.
     pub local_drops: u64,
+    /// The sender sampled as the simulator samples it (with `Schedule::trace`).
+    pub trace: Option<CcTrace>,
 }
 
 /// When a flow's endpoints start and stop, and at what real-time priority they run (None:
@@ -222,12 +225,16 @@ pub struct Schedule {
     pub start: u64,
     pub stop_at: u64,
     pub rt: Option<i32>,
+    /// Trace the sender at most once per this many ns (0: every ACK), as the simulator does.
+    pub trace: Option<u64>,
+    /// The flow's id, for the trace's rows.
+    pub flow: u32,
 }
 
 /// Runs the transport's sender from `start` to `stop_at` (on a thread inside the sender's
 /// namespace).
 pub fn send(spec: &FlowSpec, port: u16, rng: Rng, when: Schedule, stop: &Stop) -> io::Result<SendStats> {
-    let Schedule { clock, start, stop_at, rt } = when;
+    let Schedule { clock, start, stop_at, rt, trace, flow } = when;
     let cc = cclab_cc::registry::build(spec, MSS).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
     let sock = UdpSocket::bind("0.0.0.0:0")?;
     big_buffers(&sock)?;
@@ -235,7 +242,9 @@ pub fn send(spec: &FlowSpec, port: u16, rng: Rng, when: Schedule, stop: &Stop) -
     sock.set_nonblocking(true)?;
     let fd = sock.as_raw_fd();
     let mut tx = Sender::new(sender_config(spec), cc, rng);
-    let mut stats = SendStats::default();
+    let mut stats = SendStats { trace: trace.map(|_| CcTrace::default()), ..Default::default() };
+    let mut sampler = Sampler::new(trace.unwrap_or(0));
+    let mut sample_at = None;
     let mut out = vec![0u8; DATA_HDR + MSS as usize];
     let mut buf = vec![0u8; 2048];
     if !stop.sleep_until(clock, start) {
@@ -252,7 +261,11 @@ pub fn send(spec: &FlowSpec, port: u16, rng: Rng, when: Schedule, stop: &Stop) -
             match sock.recv(&mut buf) {
                 Ok(n) => {
                     if let Some(ack) = decode_ack(&buf[..n]) {
-                        tx.on_ack(clock.now(), &ack);
+                        let now = clock.now();
+                        tx.on_ack(now, &ack);
+                        if stats.trace.is_some() && sampler.due(flow, now) {
+                            sample_at = Some(now);
+                        }
                     }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
@@ -272,6 +285,16 @@ pub fn send(spec: &FlowSpec, port: u16, rng: Rng, when: Schedule, stop: &Stop) -
             if socket::send(fd, &out[..len], MsgFlags::empty()).is_err() {
                 stats.local_drops += 1;
             }
+        }
+        // As the simulator samples: after the ACKs, once the sender sent what they allowed.
+        if let (Some(t), Some(tr)) = (sample_at.take(), stats.trace.as_mut()) {
+            let view = SenderView {
+                in_flight: tx.in_flight(),
+                pacing_rate: tx.pacing_rate(),
+                rtt: tx.rtt(),
+                delivery_rate: tx.delivery_rate(),
+            };
+            trace_sender(tr, flow, t, tx.cc(), view);
         }
         let now = clock.now();
         let wait = tx.next_timeout().map_or(POLL_NS, |t| t.saturating_sub(now).min(POLL_NS)).min(stop_at - now);

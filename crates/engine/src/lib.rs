@@ -28,4 +28,4 @@ pub mod stage;
 pub mod tables;
 pub mod workload;
 
-pub use result::{CcTrace, EngineStats, FlowInfo, RunOptions, RunOutput};
+pub use result::{trace_sender, CcTrace, EngineStats, FlowInfo, RunOptions, RunOutput, Sample, Sampler, SenderView};

@@ -1,6 +1,7 @@
 //! The engine-neutral results of a run, the same whichever engine produced them.
 
 use crate::middlebox::MiddleboxRow;
+pub use cclab_core::cctrace::{CcTrace, Sample, Sampler};
 use cclab_core::metrics::fct::FctRow;
 use cclab_core::metrics::Metrics;
 use cclab_core::PacketLog;
@@ -10,74 +11,48 @@ use cclab_core::PacketLog;
 pub struct RunOptions {
     /// Keep every packet's record (memory grows with packets; off by default).
     pub log_packets: bool,
+    /// Sample every flow's sender (`--trace`) at most once per this many ns per flow (0: after
+    /// every ACK); None: no trace, and no cost.
+    pub trace: Option<u64>,
 }
 
-/// Controller state over time, one row per ACK a sender processed (after it sent what the ACK
-/// allowed), as columns. Produced by the simulator's `run_traced`.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct CcTrace {
-    pub flow: Vec<u32>,
-    /// ns since the start of the run.
-    pub t: Vec<u64>,
-    /// The controller's mode (`CcSnapshot::mode`), e.g. "probe_rtt".
-    pub mode: Vec<&'static str>,
-    /// Bytes in flight and the controller's window, bytes.
-    pub in_flight: Vec<u64>,
-    pub cwnd: Vec<u64>,
-    /// The controller's pacing rate, bytes/s; NaN when it sets none.
-    pub pacing_rate: Vec<f64>,
-    /// The snapshot variables by name, in order of first appearance; NaN in rows whose
-    /// controller does not report that name.
-    pub vars: Vec<(&'static str, Vec<f64>)>,
+impl RunOptions {
+    /// What the resource model counts of these options.
+    pub fn recording(&self) -> cclab_core::scenario::resources::Recording {
+        cclab_core::scenario::resources::Recording { log_packets: self.log_packets, trace: self.trace }
+    }
 }
 
-impl CcTrace {
-    pub fn len(&self) -> usize {
-        self.t.len()
-    }
+/// What a cclab sender shows a trace besides its controller: bytes in flight, the rate it
+/// paces at (bytes/s), its RTT estimator and its last delivery-rate sample (bytes/s).
+#[derive(Clone, Copy, Debug)]
+pub struct SenderView<'a> {
+    pub in_flight: u64,
+    pub pacing_rate: Option<f64>,
+    pub rtt: &'a cclab_cc::RttStats,
+    pub delivery_rate: Option<f64>,
+}
 
-    pub fn is_empty(&self) -> bool {
-        self.t.is_empty()
-    }
-
-    /// A snapshot variable's column.
-    pub fn var(&self, name: &str) -> Option<&[f64]> {
-        self.vars.iter().find(|(n, _)| *n == name).map(|(_, c)| c.as_slice())
-    }
-
-    /// Row indices of one flow, in time order.
-    pub fn rows_of(&self, flow: u32) -> impl Iterator<Item = usize> + '_ {
-        (0..self.len()).filter(move |&i| self.flow[i] == flow)
-    }
-
-    /// Appends one sample of `cc`, taken after the sender processed an ACK at `t`.
-    pub fn push(&mut self, flow: u32, t: u64, cc: &dyn cclab_cc::CongestionControl, in_flight: u64) {
-        let n = self.len();
-        let snap = cc.snapshot();
-        self.flow.push(flow);
-        self.t.push(t);
-        self.mode.push(snap.mode);
-        self.in_flight.push(in_flight);
-        self.cwnd.push(cc.cwnd());
-        self.pacing_rate.push(cc.pacing_rate().unwrap_or(f64::NAN));
-        for (name, value) in snap.vars {
-            let col = match self.vars.iter().position(|(c, _)| *c == name) {
-                Some(i) => &mut self.vars[i].1,
-                None => {
-                    self.vars.push((name, vec![f64::NAN; n]));
-                    &mut self.vars.last_mut().expect("just pushed").1
-                }
-            };
-            if col.len() == n {
-                col.push(value);
-            }
-        }
-        for (_, col) in &mut self.vars {
-            if col.len() == n {
-                col.push(f64::NAN);
-            }
-        }
-    }
+/// Appends one sample of a cclab sender, taken after it processed an ACK at `t` and sent what
+/// the ACK allowed. Both engines' cclab senders call it, so their traces read alike.
+pub fn trace_sender(trace: &mut CcTrace, flow: u32, t: u64, cc: &dyn cclab_cc::CongestionControl, s: SenderView) {
+    let SenderView { in_flight, pacing_rate, rtt, delivery_rate } = s;
+    let snap = cc.snapshot();
+    trace.push(&Sample {
+        flow,
+        t,
+        mode: snap.mode,
+        cwnd: cc.cwnd(),
+        in_flight,
+        pacing_rate,
+        srtt: rtt.has_sample.then_some(rtt.smoothed),
+        min_rtt: rtt.has_sample.then_some(rtt.min),
+        delivery_rate,
+        // Linux starts every connection at an infinite threshold; a controller that keeps
+        // none reads the same.
+        ssthresh: Some(cc.ssthresh().map_or(f64::INFINITY, |s| s as f64)),
+        vars: &snap.vars,
+    });
 }
 
 /// One concrete flow of the run.
@@ -115,4 +90,6 @@ pub struct RunOutput {
     pub requests: Vec<FctRow>,
     /// The middlebox's inbox, sampled every control interval (empty without one).
     pub middlebox: Vec<MiddleboxRow>,
+    /// Every flow's sender over time, when the run asked for it (`RunOptions::trace`).
+    pub trace: Option<CcTrace>,
 }

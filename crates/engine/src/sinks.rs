@@ -64,6 +64,6 @@ impl Sinks {
         stats.wall_secs = wall_secs;
         let base_rtt = |id: u32| plan.flows.get(id as usize).map_or(plan.base_rtt, |f| f.info.base_rtt);
         let requests = fct::rows(&requests.requests, plan.service.mean_rate().bytes_per_sec(), &base_rtt);
-        RunOutput { metrics, packets: log, flows: plan.infos(), stats, requests, middlebox }
+        RunOutput { metrics, packets: log, flows: plan.infos(), stats, requests, middlebox, trace: None }
     }
 }

@@ -44,9 +44,9 @@ pub fn validate_emu(py: Python<'_>, source: &str, is_path: bool, overrides_json:
 /// Runs a scenario on the emulator, in real time (needs root). The GIL is released while it
 /// runs; every 250 ms it is taken back to call `progress(run_ns, duration_ns)` and to check for
 /// signals, so Ctrl-C stops the run — after everything it created is removed — with
-/// `KeyboardInterrupt`.
+/// `KeyboardInterrupt`. `trace_ns`: the sender trace's interval, as for `run`.
 #[pyfunction]
-#[pyo3(signature = (source, is_path, overrides_json = "{}", log_packets = false, progress = None))]
+#[pyo3(signature = (source, is_path, overrides_json = "{}", log_packets = false, progress = None, trace_ns = None))]
 pub fn run_emu<'py>(
     py: Python<'py>,
     source: &str,
@@ -54,9 +54,10 @@ pub fn run_emu<'py>(
     overrides_json: &str,
     log_packets: bool,
     progress: Option<Py<PyAny>>,
+    trace_ns: Option<u64>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let (scenario, base_dir) = load(source, is_path, overrides_json).map_err(|e| errors::scenario_error(py, &e))?;
-    let opts = EmuOptions { log_packets, base_dir, ..EmuOptions::default() };
+    let opts = EmuOptions { log_packets, base_dir, trace: trace_ns, ..EmuOptions::default() };
     let duration_ns = scenario.duration.ns();
     let (outcome, stopped_by) =
         progress::run_detached(py, progress, duration_ns, false, |hook| cclab_emu::run(&scenario, &opts, hook));

@@ -53,9 +53,10 @@ fn validate(py: Python<'_>, source: &str, is_path: bool, overrides_json: &str) -
 
 /// Validates and simulates a scenario. The GIL is released while simulating; at most every
 /// 250 ms of wall time the run re-acquires it to call `progress(sim_ns, duration_ns)` and to
-/// check for signals, so Ctrl-C stops a run with `KeyboardInterrupt`.
+/// check for signals, so Ctrl-C stops a run with `KeyboardInterrupt`. `trace_ns`: sample every
+/// flow's sender at most once per that many ns (0: every ACK) into the `trace` table.
 #[pyfunction]
-#[pyo3(signature = (source, is_path, overrides_json = "{}", log_packets = false, progress = None))]
+#[pyo3(signature = (source, is_path, overrides_json = "{}", log_packets = false, progress = None, trace_ns = None))]
 fn run<'py>(
     py: Python<'py>,
     source: &str,
@@ -63,15 +64,16 @@ fn run<'py>(
     overrides_json: &str,
     log_packets: bool,
     progress: Option<Py<PyAny>>,
+    trace_ns: Option<u64>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let scenario = load(source, is_path, overrides_json).map_err(|e| errors::scenario_error(py, &e))?;
-    if log_packets {
-        // `load` checked the resources of a run without the packet log; this one keeps it.
+    let opts = RunOptions { log_packets, trace: trace_ns };
+    if log_packets || trace_ns.is_some() {
+        // `load` checked the resources of a run that records nothing more; this one does.
         let file = if is_path { source } else { INLINE_FILE };
-        cclab_sim::check_inputs(&scenario, &cclab_core::scenario::Source { file, text: "" }, true)
+        cclab_sim::check_inputs(&scenario, &cclab_core::scenario::Source { file, text: "" }, &opts)
             .map_err(|e| errors::scenario_error(py, &e))?;
     }
-    let opts = RunOptions { log_packets };
     let duration_ns = scenario.duration.ns();
     let keep_gil = scenario.flows.iter().any(|f| cclab_cc::registry::external::is_registered(&f.scheme));
     let (outcome, stopped_by) =

@@ -84,5 +84,9 @@ pub fn to_dict<'py>(py: Python<'py>, scenario: &Scenario, out: RunOutput) -> PyR
         Some(log) => d.set_item("packets", columns(py, schema::packets(log))?)?,
         None => d.set_item("packets", py.None())?,
     }
+    match out.trace {
+        Some(trace) => d.set_item("trace", columns(py, schema::trace(trace))?)?,
+        None => d.set_item("trace", py.None())?,
+    }
     Ok(d)
 }

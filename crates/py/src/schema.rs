@@ -1,6 +1,7 @@
 //! The result schema and the codes, published to Python so that it never re-declares them:
 //! `SCHEMA` (table → list of (name, dtype, unit, doc)), `FATE_NAMES`/`KIND_NAMES` (indexed by
-//! code) with `FATE`/`KIND` (name → code), `NEVER`, and the scenario unit parsers.
+//! code) with `FATE`/`KIND` (name → code), `NEVER`, `TRACE_INTERVAL_NS`, and the scenario unit
+//! parsers.
 
 use cclab_core::record::{Fate, PacketKind, NEVER};
 use cclab_core::units::{Bytes, Dur, Rate};
@@ -22,6 +23,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("FATE", codes(py, &Fate::NAMES)?)?;
     m.add("KIND", codes(py, &PacketKind::NAMES)?)?;
     m.add("NEVER", NEVER)?;
+    // The sender trace's default sampling interval (`--trace`), ns.
+    m.add("TRACE_INTERVAL_NS", cclab_core::cctrace::DEFAULT_INTERVAL_NS)?;
     // Packet sizes, for models that convert between packets and bytes (python/cclab/models.py).
     m.add("MSS", cclab_core::scenario::MSS)?;
     m.add("PACKET_BYTES", cclab_core::scenario::PACKET_BYTES)?;

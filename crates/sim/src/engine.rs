@@ -19,7 +19,7 @@ use cclab_engine::plan::PathPlan;
 use cclab_engine::sinks::Sinks;
 use cclab_engine::stage::{DelayLine, Loss, WirePacket};
 use cclab_engine::workload::RequestSource;
-use cclab_engine::{CcTrace, RunOptions, RunOutput};
+use cclab_engine::{trace_sender, CcTrace, RunOptions, RunOutput, Sampler, SenderView};
 use cclab_transport::{AckFrame, DataPacket, Receiver, ReceiverConfig, Sender, SenderConfig};
 
 #[derive(Clone, Copy, Debug)]
@@ -197,8 +197,8 @@ struct Sim {
     loss: Loss,
     next_uid: u64,
     sinks: Sinks,
-    /// Controller samples, when the run asked for them.
-    cc_trace: Option<CcTrace>,
+    /// Sender samples and when each flow is next due one, when the run asked for them.
+    cc_trace: Option<(CcTrace, Sampler)>,
     /// Request workloads' arrival processes.
     sources: Vec<RequestSource>,
     /// Scratch: tags of messages a sender completed.
@@ -427,9 +427,17 @@ impl Sim {
             self.sinks.requests.complete(tag, self.now);
         }
         self.transmit(f);
-        if let Some(trace) = &mut self.cc_trace {
-            let sender = &self.flows[f as usize].sender;
-            trace.push(f, self.now, sender.cc(), sender.in_flight());
+        if let Some((trace, sampler)) = &mut self.cc_trace {
+            if sampler.due(f, self.now) {
+                let s = &self.flows[f as usize].sender;
+                let view = SenderView {
+                    in_flight: s.in_flight(),
+                    pacing_rate: s.pacing_rate(),
+                    rtt: s.rtt(),
+                    delivery_rate: s.delivery_rate(),
+                };
+                trace_sender(trace, f, self.now, s.cc(), view);
+            }
         }
         self.rearm(f);
     }
@@ -525,14 +533,13 @@ impl Sim {
     }
 }
 
-/// Builds the topology for a scenario and runs it to the end; with `trace_cc`, also returns
-/// every flow's controller sampled after each ACK.
+/// Builds the topology for a scenario and runs it to the end; with `opts.trace`, the output
+/// carries every flow's sender sampled after the ACKs it processed (`RunOutput::trace`).
 pub fn simulate(
     scenario: &Scenario,
     opts: &RunOptions,
-    trace_cc: bool,
     progress: &mut dyn FnMut(u64) -> Result<(), String>,
-) -> Result<(RunOutput, Option<CcTrace>), SimError> {
+) -> Result<RunOutput, SimError> {
     let wall = std::time::Instant::now();
     let mut plan = PathPlan::resolve(scenario).map_err(SimError::Input)?;
     // Data records are emitted as packets arrive, in event order: the metrics can stream.
@@ -593,7 +600,7 @@ pub fn simulate(
         loss: plan.loss_stage(),
         next_uid: 0,
         sinks: Sinks::new(&plan, opts.log_packets),
-        cc_trace: trace_cc.then(CcTrace::default),
+        cc_trace: opts.trace.map(|interval| (CcTrace::default(), Sampler::new(interval))),
         sources: (0..plan.requests.len()).map(|i| plan.request_source(i)).collect(),
         completed: Vec::new(),
         middlebox: plan.inbox().map(|inbox| Bundle {
@@ -679,7 +686,8 @@ pub fn simulate(
         total_events += events;
     }
     out.metrics.total.set_congestion(total_events, &Default::default());
-    Ok((out, sim.cc_trace))
+    out.trace = sim.cc_trace.map(|(trace, _)| trace);
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -44,7 +44,8 @@ pub fn load_scenario(path: &std::path::Path, overrides: &toml::Table) -> Result<
     let text = cclab_core::input::read_text(path, cclab_core::input::MAX_SCENARIO_BYTES).unwrap_or_default();
     let file = path.display().to_string();
     check_schemes(&s, &file, &text).map_err(|e| attribute_to_overrides(e, overrides))?;
-    check_inputs(&s, &Source { file: &file, text: &text }, false).map_err(|e| attribute_to_overrides(e, overrides))?;
+    check_inputs(&s, &Source { file: &file, text: &text }, &RunOptions::default())
+        .map_err(|e| attribute_to_overrides(e, overrides))?;
     Ok(s)
 }
 
@@ -52,7 +53,7 @@ pub fn load_scenario(path: &std::path::Path, overrides: &toml::Table) -> Result<
 pub fn parse_scenario(text: &str, file: &str, overrides: &toml::Table) -> Result<Scenario, ScenarioErrors> {
     let s = Scenario::parse_with(text, file, overrides)?;
     check_schemes(&s, file, text)?;
-    check_inputs(&s, &Source { file, text }, false)?;
+    check_inputs(&s, &Source { file, text }, &RunOptions::default())?;
     Ok(s)
 }
 
@@ -60,7 +61,7 @@ pub fn parse_scenario(text: &str, file: &str, overrides: &toml::Table) -> Result
 /// will) and the resource model (`cclab_core::scenario::resources`): physical ranges and the
 /// memory estimate against the limit. `validate` and `run` both go through it, so a scenario
 /// that validates does not fail on its inputs later.
-pub fn check_inputs(s: &Scenario, src: &Source, log_packets: bool) -> Result<(), ScenarioErrors> {
+pub fn check_inputs(s: &Scenario, src: &Source, opts: &RunOptions) -> Result<(), ScenarioErrors> {
     let mut errs = Vec::new();
     for (field, trace) in [("link.trace", &s.link.trace), ("link.reverse_trace", &s.link.reverse_trace)] {
         if let Some(path) = trace {
@@ -71,7 +72,7 @@ pub fn check_inputs(s: &Scenario, src: &Source, log_packets: bool) -> Result<(),
     }
     match resources::memory_limit() {
         Ok(limit) => {
-            if let Err(e) = resources::check(s, src, &flow_limits, log_packets, limit.as_ref()) {
+            if let Err(e) = resources::check(s, src, &flow_limits, opts.recording(), limit.as_ref()) {
                 errs.extend(e.0);
             }
         }
@@ -110,16 +111,19 @@ pub fn run(
     opts: &RunOptions,
     progress: &mut dyn FnMut(u64) -> Result<(), String>,
 ) -> Result<RunOutput, SimError> {
-    engine::simulate(scenario, opts, false, progress).map(|(out, _)| out)
+    engine::simulate(scenario, opts, progress)
 }
 
-/// As [`run`], also sampling every flow's controller (`snapshot()`, cwnd, pacing rate and
-/// bytes in flight) after each ACK it processes. For tests and studies of controller
-/// internals: memory grows with the number of ACKs; [`run`] pays nothing for it.
+/// As [`run`], sampling every flow's sender after each ACK it processes (`opts.trace` set to
+/// every ACK), and returning the trace beside the output. For tests and studies of controller
+/// internals: memory grows with the number of ACKs; `opts.trace = Some(interval)` bounds it.
 pub fn run_traced(
     scenario: &Scenario,
     opts: &RunOptions,
     progress: &mut dyn FnMut(u64) -> Result<(), String>,
 ) -> Result<(RunOutput, CcTrace), SimError> {
-    engine::simulate(scenario, opts, true, progress).map(|(out, trace)| (out, trace.unwrap_or_default()))
+    let opts = RunOptions { trace: Some(opts.trace.unwrap_or(0)), ..opts.clone() };
+    let mut out = engine::simulate(scenario, &opts, progress)?;
+    let trace = out.trace.take().unwrap_or_default();
+    Ok((out, trace))
 }

@@ -106,6 +106,8 @@ pub struct Sender {
     first_send_time: Time,
     app_limited_until: u64,
     lost_total: u64,
+    /// The last valid rate sample's delivery rate, bytes/s (NaN before one), for traces.
+    last_delivery_rate: f64,
     // Round counter (reference §0.5).
     round: u64,
     next_round_delivered: u64,
@@ -152,6 +154,7 @@ impl Sender {
             first_send_time: 0,
             app_limited_until: 0,
             lost_total: 0,
+            last_delivery_rate: f64::NAN,
             round: 0,
             next_round_delivered: 0,
             max_in_flight_round: 0,
@@ -177,6 +180,10 @@ impl Sender {
     }
     pub fn delivered(&self) -> u64 {
         self.delivered
+    }
+    /// The last valid delivery-rate sample, bytes/s (Linux's tcpi_delivery_rate); None before one.
+    pub fn delivery_rate(&self) -> Option<f64> {
+        Some(self.last_delivery_rate).filter(|r| !r.is_nan())
     }
     pub fn is_active(&self) -> bool {
         self.active
@@ -228,7 +235,9 @@ impl Sender {
         !self.retransmit.is_empty() || self.next_offset < self.app_limit
     }
 
-    fn pacing_rate(&self) -> Option<f64> {
+    /// The rate the sender paces at, bytes/s (the controller's, or for a windowed controller
+    /// with pacing on Linux's 2×/1.2× cwnd/srtt); None when it does not pace.
+    pub fn pacing_rate(&self) -> Option<f64> {
         if self.cfg.never_pace {
             return None;
         }
@@ -429,6 +438,10 @@ impl Sender {
             is_app_limited: newest_pkt.app_limited,
             rtt: now - newest_pkt.send_time,
         });
+
+        if let Some(r) = &rate {
+            self.last_delivery_rate = r.delivery_rate;
+        }
 
         // Round counter, reference §0.5.
         let round_start = newest_pkt.delivered >= self.next_round_delivered;

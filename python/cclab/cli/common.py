@@ -15,6 +15,7 @@ from rich.console import Console
 
 from cclab._core import OVERRIDES_FILE
 from cclab.errors import ErrorLocation
+from cclab.sender_trace import DEFAULT_INTERVAL_NS, EVERY_ACK, interval_ns
 
 #: Exit codes: bad input or a failed run, Ctrl-C (128 + SIGINT) as shells expect, and a reader
 #: that closed the pipe early (128 + SIGPIPE, what `yes | head` leaves in `PIPESTATUS`).
@@ -127,3 +128,35 @@ def add_set_argument(parser: argparse.ArgumentParser) -> None:
 
 def overrides_of(args: argparse.Namespace) -> dict[str, Any]:
     return dict(args.overrides)
+
+
+def add_trace_arguments(parser: argparse.ArgumentParser, what: str = "the run") -> None:
+    """`--trace` and `--trace-interval`: the sender trace (trace.parquet)."""
+    parser.add_argument(
+        "--trace",
+        action="store_true",
+        help=f"trace every flow's sender in {what} (cwnd, pacing rate, RTTs, the controller's "
+        "mode and variables; kernel flows: TCP_INFO) into trace.parquet",
+    )
+    parser.add_argument(
+        "--trace-interval",
+        metavar="DUR",
+        help=f"with --trace: at most one sample per flow per DUR (default "
+        f"{DEFAULT_INTERVAL_NS / 1e6:g}ms), or '{EVERY_ACK}' for every ACK",
+    )
+
+
+def trace_of(args: argparse.Namespace) -> bool | str:
+    """What `--trace`/`--trace-interval` ask of `cclab.run`'s `trace`; the interval is checked
+    here so that a bad one is an error before anything runs."""
+    if args.trace_interval is not None and not args.trace:
+        raise CommandError("--trace-interval needs --trace")
+    if not args.trace:
+        return False
+    if args.trace_interval is None:
+        return True
+    try:
+        interval_ns(args.trace_interval)
+    except ValueError as e:
+        raise CommandError(f"--trace-interval: {e}") from None
+    return str(args.trace_interval)

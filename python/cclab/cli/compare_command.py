@@ -13,7 +13,14 @@ from rich.table import Table
 
 from cclab.archive import RUNS_ENV
 from cclab.batch import PlanError
-from cclab.cli.common import CommandError, add_set_argument, make_console, overrides_of
+from cclab.cli.common import (
+    CommandError,
+    add_set_argument,
+    add_trace_arguments,
+    make_console,
+    overrides_of,
+    trace_of,
+)
 from cclab.cli.progress_bar import ProgressBar
 from cclab.compare import (
     DEFAULT_ENGINES,
@@ -54,6 +61,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         f"${RUNS_ENV} or ./cclab-runs, then <time>-<scenario name>-compare)",
     )
     parser.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    add_trace_arguments(parser, "each run (the report then draws both engines' cwnd together)")
     add_set_argument(parser)
 
 
@@ -94,6 +102,7 @@ def execute(args: argparse.Namespace) -> int:
     try:
         engines = parse_engines(args.engines)
         pairs = parse_scheme_pairs(args.schemes) if args.schemes else None
+        trace = trace_of(args)
     except CompareError as e:
         raise CommandError(str(e)) from e
     if args.out is not None and args.out.exists():
@@ -113,6 +122,7 @@ def execute(args: argparse.Namespace) -> int:
                 seed=args.seed,
                 overrides=overrides_of(args),
                 out=args.out,
+                trace=trace,
                 on_start=started,
                 progress=progress,
                 command=["cclab", *sys.argv[1:]],

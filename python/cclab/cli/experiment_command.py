@@ -14,8 +14,10 @@ from cclab.cli.common import (
     CommandError,
     add_jobs_argument,
     add_set_argument,
+    add_trace_arguments,
     make_console,
     overrides_of,
+    trace_of,
 )
 from cclab.cli.experiment_progress import ExperimentProgress
 from cclab.engines import add_engine_argument
@@ -59,6 +61,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--log-packets", action="store_true", help="keep every packet's record in each run"
     )
+    add_trace_arguments(parser, "each run")
     add_set_argument(parser)
 
 
@@ -85,6 +88,7 @@ def execute(args: argparse.Namespace) -> int:
         raise CommandError(f"{args.out} already exists; give --out a new directory")
     try:
         schemes = parse_schemes(args.schemes)
+        trace = trace_of(args)
     except PlanError as e:
         raise CommandError(str(e)) from None
     stderr = make_console(stderr=True)
@@ -107,6 +111,7 @@ def execute(args: argparse.Namespace) -> int:
                 jobs=args.jobs,
                 out=args.out,
                 log_packets=args.log_packets,
+                trace=trace,
                 observer=progress,
                 command=["cclab", *sys.argv[1:]],
                 **overrides_of(args),

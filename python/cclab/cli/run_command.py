@@ -8,7 +8,14 @@ from pathlib import Path
 
 import cclab
 from cclab.archive import RUNS_ENV, default_run_dir
-from cclab.cli.common import CommandError, add_set_argument, make_console, overrides_of
+from cclab.cli.common import (
+    CommandError,
+    add_set_argument,
+    add_trace_arguments,
+    make_console,
+    overrides_of,
+    trace_of,
+)
 from cclab.cli.progress_bar import ProgressBar
 from cclab.cli.summary_table import summary_table
 from cclab.engines import add_engine_argument
@@ -30,6 +37,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--log-packets", action="store_true", help="keep every packet's record (packets.parquet)"
     )
+    add_trace_arguments(parser)
     add_set_argument(parser)
     add_engine_argument(parser)
 
@@ -37,6 +45,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def execute(args: argparse.Namespace) -> int:
     if args.out is not None and args.out.exists():
         raise CommandError(f"{args.out} already exists; give --out a new directory")
+    trace = trace_of(args)
     stderr = make_console(stderr=True)
     stderr.print(f"running {args.scenario}", highlight=False)
     with ProgressBar(stderr) as progress:
@@ -44,6 +53,7 @@ def execute(args: argparse.Namespace) -> int:
             args.scenario,
             seed=args.seed,
             log_packets=args.log_packets,
+            trace=trace,
             progress=progress,
             engine=args.engine,
             **overrides_of(args),

@@ -493,6 +493,110 @@ def middlebox_over_time(study: Study) -> ReportFigure:
     )
 
 
+#: Most flows a sender-trace panel draws, and most points per flow (the SVG grows with them).
+TRACE_FLOWS = 8
+TRACE_POINTS = 4_000
+#: A window at least this large is no window (rate-based controllers report u64::MAX).
+NO_WINDOW = 2**62
+#: Line styles of a comparison's two engines, first then second (the reference).
+ENGINE_STYLES = ("-", "--")
+
+
+def _trace_groups(study: Study) -> list[tuple[str, list[RunData]]]:
+    """What each row of the sender-trace figure overlays: in a comparison, the first run of
+    each engine for one scheme pair; otherwise the first run of each scheme alone."""
+    traced = [r for r in study.runs if r.has_trace]
+    if traced and all("pair" in r.tags and "side" in r.tags for r in traced):
+        groups: dict[int, dict[int, RunData]] = {}
+        for r in sorted(traced, key=lambda r: (r.repetition or 0, r.name)):
+            groups.setdefault(int(r.tags["pair"]), {}).setdefault(int(r.tags["side"]), r)
+        out = []
+        for pair in sorted(groups):
+            sides = [groups[pair][side] for side in sorted(groups[pair])]
+            out.append((" vs ".join(r.scheme for r in sides), sides))
+        return out
+    out = []
+    for scheme in study.schemes:
+        runs = [r for r in traced if r.scheme == scheme]
+        if runs:
+            out.append((scheme, [min(runs, key=lambda r: (r.repetition or 0, r.name))]))
+    return out
+
+
+def _read_trace(run: RunData) -> pd.DataFrame:
+    return run.read_trace(["flow", "t_ns", "cwnd_bytes", "pacing_rate_mbps"])
+
+
+def sender_trace(study: Study) -> ReportFigure:
+    """Per flow, the congestion window (left) and pacing rate (right) over time; in a
+    comparison both engines on the same axes."""
+    groups = _trace_groups(study)
+    rows = max(len(groups), 1)
+    fig, axes = plt.subplots(
+        rows,
+        2,
+        figsize=(WIDTH_IN + 2.0, PANEL_HEIGHT_IN * rows + 0.6),
+        sharex=True,
+        squeeze=False,
+        layout="constrained",
+    )
+    comparing = any(len(runs) > 1 for _, runs in groups)
+    for row, (title, runs) in enumerate(groups):
+        cwnd_ax, rate_ax = axes[row]
+        for side, run in enumerate(runs):
+            trace = _read_trace(run)
+            style = ENGINE_STYLES[side % len(ENGINE_STYLES)]
+            for i, (flow, rows_of) in enumerate(trace.groupby("flow", sort=True)):
+                if i >= TRACE_FLOWS:
+                    break
+                if len(rows_of) > TRACE_POINTS:
+                    rows_of = rows_of.iloc[:: -(-len(rows_of) // TRACE_POINTS)]
+                t = rows_of["t_ns"].to_numpy(dtype=float) / 1e9
+                cwnd = rows_of["cwnd_bytes"].to_numpy(dtype=float)
+                cwnd[cwnd >= NO_WINDOW] = np.nan
+                c = COLOURS[i % len(COLOURS)]
+                label = f"flow {flow} ({run.engine})" if comparing else f"flow {flow}"
+                cwnd_ax.plot(t, cwnd / 1e3, color=c, ls=style, lw=1.0, label=label)
+                rate_ax.plot(t, rows_of["pacing_rate_mbps"], color=c, ls=style, lw=1.0)
+        cwnd_ax.set_title(title, fontsize=10, loc="left")
+        cwnd_ax.set_ylabel("cwnd (KB)")
+        rate_ax.set_ylabel("pacing rate (Mbit/s)")
+        for ax in (cwnd_ax, rate_ax):
+            ax.set_ylim(bottom=0)
+            ax.grid(True, alpha=0.3)
+        if cwnd_ax.lines:
+            # One legend for both panels, to the right of the rates.
+            handles, labels = cwnd_ax.get_legend_handles_labels()
+            rate_ax.legend(
+                handles, labels, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0)
+            )
+    if not groups:
+        axes[0][0].text(
+            0.5, 0.5, "no run kept a trace", ha="center", transform=axes[0][0].transAxes
+        )
+    for ax in axes[-1]:
+        ax.set_xlabel("time (s)")
+    engines = (
+        " In a comparison, each row overlays the first run of both engines for one scheme "
+        "pair: solid the first engine, dashed the second (the reference)."
+        if comparing
+        else f" {FIRST_RUN_ONLY}"
+    )
+    definition = (
+        "The sender trace (--trace): each flow's sender sampled after the ACKs it processed, "
+        "at most once per flow per sampling interval (10 ms unless the run asked otherwise). "
+        "Left: the congestion window in kilobytes (controllers that keep no window are left "
+        "out); right: the pacing rate in Mbit/s (gaps: the sender did not pace). For kernel "
+        "TCP in the emulator, both are the kernel's own (TCP_INFO: tcpi_snd_cwnd times "
+        "tcpi_snd_mss, tcpi_pacing_rate), read every interval. At most "
+        f"{TRACE_FLOWS} flows per run, each thinned evenly to {TRACE_POINTS:,} points; "
+        "trace.parquet has every sample and the controllers' own variables." + engines
+    )
+    return ReportFigure(
+        "sender-trace", "Congestion window and pacing rate over time", definition, fig
+    )
+
+
 def all_figures(study: Study) -> list[ReportFigure]:
     figures = [
         throughput_delay(study),
@@ -505,4 +609,6 @@ def all_figures(study: Study) -> list[ReportFigure]:
         figures.append(fct_cdfs(study))
     if any(r.middlebox is not None and len(r.middlebox) for r in study.runs):
         figures.append(middlebox_over_time(study))
+    if any(r.has_trace for r in study.runs):
+        figures.append(sender_trace(study))
     return figures

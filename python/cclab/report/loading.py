@@ -15,6 +15,7 @@ import pandas as pd
 
 from cclab.archive import META_FILE, is_complete
 from cclab.experiment_dir import EXPERIMENT_FILE, read_experiment
+from cclab.sender_trace import TRACE_FILE
 
 #: Optional per-bin link capacity of a run (written by the log importers).
 CAPACITY_FILE = "capacity.parquet"
@@ -43,6 +44,11 @@ class RunData:
     requests: pd.DataFrame | None = None
     fct: pd.DataFrame | None = None
     middlebox: pd.DataFrame | None = None
+    #: The run's entry tags in its experiment (a comparison's `pair` and `side`); {} alone.
+    tags: dict[str, Any] = field(default_factory=dict)
+    #: An in-memory run's sender trace (a notebook's result); a directory's is read from
+    #: `trace_path` by the figures that draw it.
+    trace: pd.DataFrame | None = None
 
     @property
     def name(self) -> str:
@@ -69,6 +75,27 @@ class RunData:
         path = self.path / PACKETS_FILE
         return path if path.exists() else None
 
+    @property
+    def trace_path(self) -> Path | None:
+        """The run's sender trace (`--trace`), read only by the figures that draw it."""
+        path = self.path / TRACE_FILE
+        return path if path.exists() else None
+
+    @property
+    def has_trace(self) -> bool:
+        return self.trace is not None or self.trace_path is not None
+
+    def read_trace(self, columns: list[str]) -> pd.DataFrame:
+        """`columns` of the run's sender trace (which it must have)."""
+        if self.trace is not None:
+            return self.trace[columns]
+        assert self.trace_path is not None, "a run without a trace"
+        return pd.read_parquet(self.trace_path, columns=columns)
+
+    @property
+    def engine(self) -> str:
+        return str(self.meta.get("engine", "sim"))
+
 
 @dataclass
 class Study:
@@ -91,7 +118,12 @@ def _schemes_of(flows: pd.DataFrame) -> str:
     return "+".join(names) or "?"
 
 
-def load_run(path: Path, scheme: str | None = None, repetition: int | None = None) -> RunData:
+def load_run(
+    path: Path,
+    scheme: str | None = None,
+    repetition: int | None = None,
+    tags: dict[str, Any] | None = None,
+) -> RunData:
     if not is_complete(path):
         raise NotARunError(f"{path} is not a complete run directory (no complete {META_FILE})")
     frames = {
@@ -117,6 +149,7 @@ def load_run(path: Path, scheme: str | None = None, repetition: int | None = Non
         jain=frames["jain"],
         flows=frames["flows"],
         capacity=pd.read_parquet(capacity_path) if capacity_path.exists() else None,
+        tags=dict(tags or {}),
     )
 
 
@@ -132,7 +165,7 @@ def load_study(path: str | Path) -> Study:
         for entry in meta.get("runs", []):
             run_dir = path / entry["dir"]
             if entry.get("status", "ok") == "ok" and is_complete(run_dir):
-                runs.append(load_run(run_dir, entry.get("scheme"), entry.get("repetition")))
+                runs.append(load_run(run_dir, entry.get("scheme"), entry.get("repetition"), entry))
             else:
                 failed.append(entry)
         schemes = list(meta.get("schemes") or dict.fromkeys(r.scheme for r in runs))

@@ -27,6 +27,9 @@ pub const JAIN_ROW_BYTES: u64 = 64;
 pub const PACKET_STATE_BYTES: u64 = 160;
 /// One record of the packet log, in Rust and again as numpy columns.
 pub const RECORD_BYTES: u64 = 128;
+/// One row of the sender trace (`--trace`): its fixed columns (about 72 bytes) and a dozen
+/// controller variables (8 bytes each), in Rust and again as numpy columns.
+pub const TRACE_ROW_BYTES: u64 = 2 * (72 + 12 * 8);
 /// The environment variable that caps a run's memory (`--max-memory` sets it), e.g. "4GB".
 pub const MAX_MEMORY_ENV: &str = "CCLAB_MAX_MEMORY";
 
@@ -38,6 +41,22 @@ pub struct FlowLimits {
     pub window: Option<(u64, String)>,
     /// A constant paced rate the flow sends at whatever the path does, and its option.
     pub paced: Option<(Rate, String)>,
+}
+
+/// What a run records besides the always-on metrics, as far as memory goes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Recording {
+    /// The packet log (`--log-packets`).
+    pub log_packets: bool,
+    /// The sender trace's sampling interval in ns (`--trace`; 0: every ACK), None without one.
+    pub trace: Option<u64>,
+}
+
+/// `true`/`false`: the packet log on or off, no trace.
+impl From<bool> for Recording {
+    fn from(log_packets: bool) -> Recording {
+        Recording { log_packets, trace: None }
+    }
 }
 
 /// One line of the estimate: the field that causes it, its bytes and what it is.
@@ -84,7 +103,8 @@ fn count(n: u64, width: Dur) -> u64 {
 
 /// The estimate for `s`; `limits(spec)` reads a flow entry's scheme options (the scheme
 /// registry knows them; core does not).
-pub fn estimate(s: &Scenario, limits: &dyn Fn(&FlowSpec) -> FlowLimits, log_packets: bool) -> Estimate {
+pub fn estimate(s: &Scenario, limits: &dyn Fn(&FlowSpec) -> FlowLimits, rec: impl Into<Recording>) -> Estimate {
+    let rec = rec.into();
     let flows: u64 = s.flows.iter().map(|f| f.count as u64).sum();
     let duration = s.duration.0;
     let mut items = Vec::new();
@@ -145,7 +165,22 @@ pub fn estimate(s: &Scenario, limits: &dyn Fn(&FlowSpec) -> FlowLimits, log_pack
             what: format!("a queue of up to {held} packets"),
         });
     }
-    if log_packets {
+    if let Some(interval) = rec.trace {
+        // At most one row per flow per interval, and never more than one per ACK (at the link's
+        // full rate, when it has one).
+        let per_interval = if interval == 0 { u64::MAX } else { flows.saturating_mul(count(duration, Dur(interval))) };
+        let per_ack = link.map_or(u64::MAX, |r| {
+            ((r.0 as f64 / (8 * PACKET_BYTES) as f64) * (duration as f64 / 1e9)).min(u64::MAX as f64 / 2.0) as u64
+        });
+        let rows = per_interval.min(per_ack);
+        let what = if interval == 0 {
+            format!("the sender trace (--trace, every ACK): about {rows} rows")
+        } else {
+            format!("the sender trace (--trace, every {}): about {rows} rows", Dur(interval))
+        };
+        items.push(Item { field: "duration".into(), bytes: rows.saturating_mul(TRACE_ROW_BYTES), what });
+    }
+    if rec.log_packets {
         if let Some(rate) = link {
             // Every delivered data packet and its ACK, at the link's full rate.
             let packets = (rate.0 as f64 / (8 * PACKET_BYTES) as f64) * (duration as f64 / 1e9) * 2.0;
@@ -245,11 +280,11 @@ pub fn check(
     s: &Scenario,
     src: &Source,
     limits: &dyn Fn(&FlowSpec) -> FlowLimits,
-    log_packets: bool,
+    rec: impl Into<Recording>,
     limit: Option<&Limit>,
 ) -> Result<Estimate, ScenarioErrors> {
     let mut errs = check_ranges(s, src);
-    let estimate = estimate(s, limits, log_packets);
+    let estimate = estimate(s, limits, rec);
     if let Some(limit) = limit {
         let total = estimate.total();
         if total > limit.bytes {
@@ -348,6 +383,18 @@ mod tests {
         let e = estimate(&s, &none, true);
         // 12 Mbit/s = 1000 packets/s; 10 s; data + ACK.
         assert_eq!(e.items.last().unwrap().bytes, 20_000 * RECORD_BYTES);
+    }
+
+    #[test]
+    fn the_trace_counts_a_row_per_flow_and_interval_at_most_one_per_ack() {
+        let s = scenario("", "count = 2", "", "10s");
+        let e = estimate(&s, &none, Recording { log_packets: false, trace: Some(10_000_000) });
+        // 2 flows × 10 s / 10 ms.
+        assert_eq!(e.items.last().unwrap().bytes, 2 * 1000 * TRACE_ROW_BYTES);
+        // Every ACK: 12 Mbit/s = 1000 packets/s over 10 s.
+        let e = estimate(&s, &none, Recording { log_packets: false, trace: Some(0) });
+        assert_eq!(e.items.last().unwrap().bytes, 10_000 * TRACE_ROW_BYTES);
+        assert!(e.items.last().unwrap().what.contains("every ACK"));
     }
 
     #[test]

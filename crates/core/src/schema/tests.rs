@@ -181,10 +181,29 @@ fn values_match_their_declarations() {
         dequeued: 0,
         retransmission: false,
     });
-    let values =
-        [summary(&m, &[]), super::metrics(&m), timeseries(&m), jain(&m), packets(log), requests(&[]), fct(&[])];
+    let mut tr = crate::cctrace::CcTrace::default();
+    tr.push(&crate::cctrace::Sample { vars: &[("bw", 1.0)], ..Default::default() });
+    let values = [
+        summary(&m, &[]),
+        super::metrics(&m),
+        timeseries(&m),
+        jain(&m),
+        packets(log),
+        requests(&[]),
+        fct(&[]),
+        trace(tr),
+    ];
+    assert_eq!(values.len(), tables().len(), "every table is checked");
     for (table, values) in tables().iter().zip(values) {
-        let declared: Vec<_> = table.columns.iter().map(|c| (c.name, c.dtype)).collect();
+        // A column family (`cc_*`) stands for the columns its prefix starts.
+        let declared: Vec<_> = table
+            .columns
+            .iter()
+            .map(|c| match c.name.strip_suffix('*') {
+                Some(prefix) => (if prefix == crate::cctrace::VAR_PREFIX { "cc_bw" } else { c.name }, c.dtype),
+                None => (c.name, c.dtype),
+            })
+            .collect();
         let got: Vec<_> = values.0.iter().map(|v| (v.name, v.data.dtype())).collect();
         assert_eq!(declared, got, "{}", table.name);
         let rows = values.0[0].data.len();

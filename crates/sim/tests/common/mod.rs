@@ -8,7 +8,8 @@ pub fn scenario(toml: &str) -> Scenario {
 }
 
 pub fn run(s: &Scenario, log_packets: bool) -> RunOutput {
-    cclab_sim::run(s, &RunOptions { log_packets }, &mut |_| Ok(())).unwrap_or_else(|e| panic!("{e}"))
+    cclab_sim::run(s, &RunOptions { log_packets, ..Default::default() }, &mut |_| Ok(()))
+        .unwrap_or_else(|e| panic!("{e}"))
 }
 
 pub fn repo_root() -> PathBuf {

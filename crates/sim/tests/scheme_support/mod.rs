@@ -6,7 +6,8 @@ use cclab_sim::{CcTrace, RunOptions, RunOutput};
 
 /// Runs with the packet log and the controller trace.
 pub fn run_traced(s: &Scenario) -> (RunOutput, CcTrace) {
-    cclab_sim::run_traced(s, &RunOptions { log_packets: true }, &mut |_| Ok(())).unwrap_or_else(|e| panic!("{e}"))
+    cclab_sim::run_traced(s, &RunOptions { log_packets: true, ..Default::default() }, &mut |_| Ok(()))
+        .unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// One delivered data packet: (flow, enqueue time, sojourn in the bottleneck queue), ns.
