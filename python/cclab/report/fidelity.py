@@ -145,7 +145,9 @@ def fidelity_figure(table: pd.DataFrame) -> ReportFigure:
             if len(points) == 2:
                 xs, ys = zip(*points, strict=True)
                 ax.plot(xs, ys, color=colour[scheme], linewidth=0.9, alpha=0.7)
-        ax.invert_xaxis()
+        # From zero, so that a line's length reads as the relative error it is.
+        ax.set_ylim(0, float(np.nanmax(mine["throughput_mbps"])) * 1.1 or 1.0)
+        ax.set_xlim(float(np.nanmax(mine["delay_p95_ms"])) * 1.1 or 1.0, 0)
         ax.set_title(scenario, fontsize="small")
         ax.tick_params(labelsize="x-small")
         ax.grid(True, alpha=0.3)
@@ -163,14 +165,15 @@ def fidelity_figure(table: pd.DataFrame) -> ReportFigure:
         plt.Line2D([], [], color="grey", marker="s", linestyle="", label=EMU.name),
     ]
     fig.legend(
-        handles=handles, loc="outside lower center", ncols=min(len(handles), 8), fontsize="small"
+        handles=handles, loc="outside upper center", ncols=min(len(handles), 8), fontsize="small"
     )
     definition = (
-        "One panel per scenario of the suite; per scheme, its median throughput (y; in a mix, "
-        "the scheme's flows together) against its median p95 one-way delay (x, reversed: better "
-        "is up and right) on the simulator (hollow circle) and on the emulator running the "
-        "kernel's twin (filled square), joined by a line: the longer the line, the further the "
-        "simulator is from Linux. A scheme with a circle alone runs in the simulator only."
+        "One panel per scenario of the suite, both axes from zero; per scheme, its median "
+        "throughput (y; in a mix, the scheme's flows together) against its median p95 "
+        "one-way delay (x, reversed: better is up and right) on the simulator (hollow "
+        "circle) and on the emulator running the kernel's twin (filled square), joined by a "
+        "line: the longer the line, the further the simulator is from Linux. A scheme with a "
+        "circle alone runs in the simulator only."
     )
     return ReportFigure("fidelity", "Simulator against emulator", definition, fig)
 
