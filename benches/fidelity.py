@@ -6,12 +6,12 @@ Run (as root):  .venv/bin/python benches/fidelity.py [--runs N] [--duration D] [
 (also part of `make bench`; it says "skipped" without root or /dev/net/tun).
 
 Targets (issue 15): replication error (the Pantheon's emulation score, emulator = reference)
-≤ 3 % for Cubic and BBR in every scheme test; each scheme's share of a mix within 0.05 of the
-kernel's; on Copa's fairness test, the median Jain index of cclab's BBR within 0.05 of kernel
-BBR's. The emulator runs in real time, one run at a time: the full form is about 70 runs of
-20-30 s each, some 25 minutes (`--duration 10s` caps every scenario whose flow schedule fits,
-for a shorter look). The load average is printed: the emulator's timing error grows on a busy
-machine, and each run's `data_late_p99_us` in its meta.json says by how much.
+≤ 3 % for Cubic and BBR in every scheme test; each scheme's share of a mix ≤ 5 % off the
+kernel's (|sim - emu| / emu); on Copa's fairness test, the median Jain index of cclab's BBR
+within 0.05 of kernel BBR's. The emulator runs in real time, one run at a time: the full form
+is 80 runs, 31 of them on the emulator (20-30 s each), about 16 minutes (`--duration 10s` caps
+every scenario whose flow schedule fits, for a shorter look). The load average is printed: the
+emulator's timing error grows on a busy machine, and the table's `late_p99_ms` says by how much.
 """
 
 from __future__ import annotations

@@ -101,8 +101,9 @@ def fidelity_summary(result: FidelityResult) -> Table:
         "Jain\nemu",
         "share\nsim",
         "share\nemu",
+        "emu late\np99 ms",
         "repl.\nerror",
-        "Δ share",
+        "share\nerror",
         "target",
         "",
     ):
@@ -128,8 +129,9 @@ def fidelity_summary(result: FidelityResult) -> Table:
             *pair("delay_p95_ms", 1),
             *pair("jain_median", 3),
             *pair("share", 3),
+            "-" if other is None else _num(other["late_p99_ms"], 2),
             _pct(row["replication_error"]),
-            _num(row["share_error"], 3),
+            _pct(row["share_error"]),
             row["target"],
             verdict,
         )
