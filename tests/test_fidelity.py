@@ -264,3 +264,32 @@ def test_quick_form_agrees_on_a_single_cubic_flow(quick) -> None:
     ].iloc[0]
     assert row["throughput_error"] <= 0.10, row.to_dict()
     assert row["delay_error"] <= 0.10, row.to_dict()
+
+
+def test_the_plan_caps_durations_seeds_repetitions_and_maps_to_kernel_twins() -> None:
+    from cclab.fidelity import _pairs, _specs
+
+    specs, notes = _specs(_pairs(suite(schemes=["cubic", "copa"])), 2, "5s")
+    by_name = {s.name: s for s in specs}
+    assert len(by_name) == len(specs)  # run names are unique
+    # A schedule that fits is capped; staggered ones keep their length and say so.
+    assert by_name["sim-fidelity-single-constant-cubic-r1"].overrides == {"duration": "5s"}
+    assert by_name["sim-copa-fairness-cubic-r1"].overrides == {}
+    kept = {n.split(" ")[0] for n in notes}
+    assert kept == {"copa-fairness", "pantheon-3flows", "fidelity/three-staggered"}
+    # Repetition k runs seed + k - 1 on both engines.
+    for engine in ("sim", "emu"):
+        seeds = [by_name[f"{engine}-fidelity-single-constant-cubic-r{k}"].seed for k in (1, 2)]
+        assert seeds == [1, 2]
+    # The kernel's twin on the emulator; Copa only on the simulator.
+    assert by_name["emu-pantheon-1flow-cubic-r1"].scheme == "kernel:cubic"
+    assert "sim-pantheon-1flow-copa-r1" in by_name
+    assert not [s for s in specs if s.engine == "emu" and s.tags["row"] == "copa"]
+    # A mix runs as written on the simulator and with every flow's twin on the emulator.
+    mix = by_name["emu-fidelity-rtt-mix-mix-r1"]
+    assert mix.scheme is None and by_name["sim-fidelity-rtt-mix-mix-r1"].overrides == {
+        "duration": "5s"
+    }
+    flows = mix.overrides["flows"]
+    assert [f["scheme"] for f in flows] == ["kernel:reno"] * 2 + ["kernel:cubic"] * 2
+    assert [f.get("extra_rtt", "0ms") for f in flows] == ["0ms", "60ms", "0ms", "60ms"]

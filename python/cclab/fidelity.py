@@ -110,7 +110,7 @@ COPA_FAIRNESS = "copa-fairness"
 
 #: The quick form, for CI: three scenarios (a constant link, a measured cellular trace, a mix)
 #: of `QUICK_DURATION` each; (scenario, schemes) — no schemes for a mix. Copa is there so that a
-#: sim-only row is always exercised. Four emulator runs of 5 s: about a minute in all.
+#: sim-only row is always exercised. Four emulator runs of 5 s: 25-30 s in all here (loaded).
 QUICK: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("fidelity/single-constant", ("cubic", "bbr", "copa")),
     ("fidelity/single-cellular", ("cubic",)),

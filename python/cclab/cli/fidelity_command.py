@@ -39,7 +39,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--quick",
         action="store_true",
-        help=f"the quick form (CI): three scenarios of {QUICK_DURATION}, about a minute",
+        help=f"the quick form (CI): three scenarios of {QUICK_DURATION}, under a minute",
     )
     parser.add_argument(
         "--runs", type=int, default=1, help="runs per scenario, scheme and engine (default 1)"
