@@ -26,6 +26,7 @@ from cclab.fidelity import (
     MIXES,
     QUICK,
     SIM_ONLY,
+    SIM_ONLY_MIX,
     SUITE_FILE,
     TABLE_COLUMNS,
     TABLE_FILE,
@@ -148,8 +149,11 @@ def test_the_table_computes_the_errors_and_the_verdicts() -> None:
         # Copa's fairness test: BBR's Jain within 0.05 but a 5.6 % replication error.
         rec(CF, "bbr", "sim", throughput_mbps=4, delay_p95_ms=20, jain_median=0.7, share=1),
         rec(CF, "bbr", "emu", throughput_mbps=4, delay_p95_ms=18, jain_median=0.74, share=1),
+        # A mix with a scheme the kernel lacks: simulator rows only, each saying why.
+        rec("n", "copa", "sim", throughput_mbps=50, delay_p95_ms=20, jain_median=0.9, share=0.5),
+        rec("n", "cubic", "sim", throughput_mbps=50, delay_p95_ms=20, jain_median=0.9, share=0.5),
     ]  # fmt: skip
-    table = fidelity_table(records, mixes={"m"})
+    table = fidelity_table(records, mixes={"m", "n"})
     assert list(table.columns) == COLUMNS
     # The emulator's timing error is the emulator's alone.
     assert table[table["engine"] == "emu"]["late_p99_ms"].eq(0.1).all()
@@ -165,10 +169,14 @@ def test_the_table_computes_the_errors_and_the_verdicts() -> None:
     assert bbr["runs"] == 2 and bbr["throughput_mbps"] == 15
     assert by.loc[("a", "bbr", "emu")]["throughput_mbps"] == 20
     assert math.isclose(bbr["throughput_error"], 0.25)
-    copa = table[table["scheme"] == "copa"]
+    copa = table[(table["scenario"] == "a") & (table["scheme"] == "copa")]
     assert list(copa["engine"]) == ["sim"]
     assert copa["note"].iloc[0] == SIM_ONLY.format(scheme="copa")
     assert pd.isna(copa["passed"].iloc[0]) and math.isnan(copa["replication_error"].iloc[0])
+    sim_only_mix = table[table["scenario"] == "n"]
+    assert list(sim_only_mix["engine"]) == ["sim", "sim"]
+    assert list(sim_only_mix["note"]) == [SIM_ONLY.format(scheme="copa"), SIM_ONLY_MIX]
+    assert sim_only_mix["passed"].isna().all()
     mix = by.loc[("m", "bbr", "sim")]
     assert mix["test"] == "mix" and mix["target"] == "share error ≤ 5%"
     assert math.isclose(mix["share_error"], 0.08 / 0.52) and not mix["passed"]

@@ -125,6 +125,8 @@ KIND = "fidelity"
 
 #: What a row whose scheme has no kernel twin says.
 SIM_ONLY = "sim only: the kernel has no {scheme}"
+#: ... and a scheme of a mix that another of its schemes keeps off the emulator.
+SIM_ONLY_MIX = "sim only: another scheme of this mix has no kernel twin"
 
 
 @dataclass(frozen=True)
@@ -458,7 +460,7 @@ def fidelity_table(records: Sequence[dict[str, Any]], mixes: set[str]) -> pd.Dat
             if targets:
                 passed = all(t.holds(errors[t.column]) for t in targets)
         elif EMU.name not in medians:
-            note = SIM_ONLY.format(scheme=scheme)
+            note = SIM_ONLY.format(scheme=scheme) if scheme not in KERNEL_TWIN else SIM_ONLY_MIX
         for engine, figures in medians.items():
             rows.append(
                 {
