@@ -51,7 +51,8 @@ def test_other_names_are_left_for_the_core_to_report(name, tmp_path, monkeypatch
 
 
 def test_every_shipped_scenario_validates():
-    for path in data.shipped_scenarios() + data.shipped_scenarios("repro"):
+    folders = ("", "repro", "fidelity")
+    for path in [p for folder in folders for p in data.shipped_scenarios(folder)]:
         assert "[[flows]]" in cclab.validate(path), path
 
 

@@ -34,6 +34,7 @@ from cclab.errors import ScenarioError, SimulationError
 COMMANDS: list[str] = [
     "cclab.cli.run_command",
     "cclab.cli.compare_command",
+    "cclab.cli.fidelity_command",
     "cclab.cli.validate_command",
     "cclab.cli.schemes_command",
     "cclab.cli.experiment_command",

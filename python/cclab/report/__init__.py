@@ -61,6 +61,7 @@ def write_report(
     import matplotlib.pyplot as plt
 
     from cclab.report.calibration import is_calibration, render_calibration
+    from cclab.report.fidelity import fidelity_figure, fidelity_section, load_fidelity
     from cclab.report.figures import all_figures, run_figure
     from cclab.report.html_page import render
     from cclab.report.sweep import load_sweep, sweep_figures
@@ -77,6 +78,20 @@ def write_report(
         _write_atomically(target, page)
         return target
     study = load_study(directory)
+    fidelity_table = load_fidelity(study)
+    if fidelity_table is not None:
+        # A fidelity suite's runs span many scenarios: pooling them per scheme means nothing,
+        # so its page has the suite's table and figure, and each run directory its own report.
+        figure = fidelity_figure(fidelity_table)
+        try:
+            page = render(study, [figure], {}, fidelity=fidelity_section(fidelity_table))
+            if figures_dir is not None:
+                _save_figures([figure], Path(figures_dir))
+        finally:
+            plt.close(figure.figure)
+        target = Path(out) if out is not None else study.path / REPORT_FILE
+        _write_atomically(target, page)
+        return target
     sweep = load_sweep(study)
     figures = all_figures(study)
     if sweep is not None:

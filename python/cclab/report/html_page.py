@@ -171,9 +171,12 @@ def render(
     figures: list[ReportFigure],
     run_figures: dict[str, ReportFigure],
     sweep: SweepData | None = None,
+    fidelity: dict[str, Any] | None = None,
 ) -> str:
     """The page: `figures` in the body, and under Runs each run's collapsed section with its
-    own time-series figure (`run_figures`, by run name) and per-flow table."""
+    own time-series figure (`run_figures`, by run name) and per-flow table. A fidelity suite
+    (`fidelity`: its section, `cclab.report.fidelity.fidelity_section`) shows its table in
+    place of the per-scheme and per-flow summaries."""
     generated = datetime.now().astimezone().isoformat(timespec="seconds")
     what = f"experiment of {len(study.runs)} runs" if study.kind == "experiment" else "single run"
     sweep_table = None
@@ -181,6 +184,8 @@ def render(
         what = f"sweep of {len(study.runs)} runs over {', '.join(sweep.axes) or 'no axis'}"
         headings, rows = point_rows(sweep)
         sweep_table = {"headings": headings, "rows": rows, "grid": sweep.manifest["grid"]}
+    if fidelity is not None:
+        what = f"fidelity suite of {len(study.runs)} runs"
     return _TEMPLATES.get_template("report.html.j2").render(
         study=study,
         what=what,
@@ -201,4 +206,5 @@ def render(
         ],
         environment=_meta_rows(study),
         sweep=sweep_table,
+        fidelity=fidelity,
     )

@@ -1,0 +1,175 @@
+"""`cclab fidelity [--quick]`: the fidelity suite — every shipped scenario and the issue's mixes
+on the simulator and on the emulator running Linux TCP, one table with the replication error
+and each target's verdict (`cclab.fidelity`)."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+
+import pandas as pd
+from rich.table import Table
+
+from cclab import _core
+from cclab.archive import RUNS_ENV
+from cclab.batch import PlanError
+from cclab.cli.common import CommandError, make_console
+from cclab.cli.progress_bar import ProgressBar
+from cclab.engines import EMU, SIM
+from cclab.fidelity import QUICK_DURATION, SCHEMES, TABLE_FILE, FidelityResult, run_fidelity
+
+NAME = "fidelity"
+HELP = (
+    "run every shipped scenario and the fidelity mixes on the simulator and on the emulator "
+    "(Linux TCP as the referee) and print the replication error against the targets (root)"
+)
+
+
+def _duration(text: str) -> str:
+    try:
+        _core.parse_duration(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return text
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help=f"the quick form (CI): three scenarios of {QUICK_DURATION}, under a minute",
+    )
+    parser.add_argument(
+        "--runs", type=int, default=1, help="runs per scenario, scheme and engine (default 1)"
+    )
+    parser.add_argument(
+        "--duration",
+        type=_duration,
+        metavar="D",
+        help="cap every scenario at D (e.g. 10s) where its flow schedule fits (default: each "
+        f"scenario's own; {QUICK_DURATION} with --quick)",
+    )
+    parser.add_argument(
+        "--schemes",
+        metavar="A,B",
+        help=f"only these schemes in the scheme tests (of {', '.join(SCHEMES)}; default all)",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        metavar="DIR",
+        help="fidelity directory to create (new or empty) for the runs, the table "
+        f"({TABLE_FILE}) and the report (default: ${RUNS_ENV} or ./cclab-runs, then "
+        "<time>-fidelity-<form>)",
+    )
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="exit with status 1 when a target is not met (default: report it, exit 0)",
+    )
+
+
+def _pct(x: float) -> str:
+    return "-" if not math.isfinite(x) else f"{100 * x:.1f}%"
+
+
+def _num(x: float, digits: int) -> str:
+    return "-" if not math.isfinite(x) else f"{x:.{digits}f}"
+
+
+def fidelity_summary(result: FidelityResult) -> Table:
+    """One row per scenario and scheme: both engines' figures side by side, the errors and the
+    verdict."""
+    table = result.table
+    form = "quick" if result.quick else "full"
+    checked = result.checked
+    table_out = Table(
+        title=f"fidelity suite ({form}): {SIM.name} vs {EMU.name} (Linux TCP, the reference), "
+        f"medians of {result.runs} run(s)",
+        caption=f"{int(checked['passed'].sum())} of {len(checked)} targets met",
+    )
+    for heading in (
+        "scenario",
+        "scheme",
+        "Mbit/s\nsim",
+        "Mbit/s\nemu",
+        "p95 ms\nsim",
+        "p95 ms\nemu",
+        "Jain\nsim",
+        "Jain\nemu",
+        "share\nsim",
+        "share\nemu",
+        "emu late\np99 ms",
+        "repl.\nerror",
+        "share\nerror",
+        "target",
+        "",
+    ):
+        left = heading in ("scenario", "scheme", "target", "")
+        table_out.add_column(heading, justify="left" if left else "right")
+    sim = table[table["engine"] == SIM.name]
+    emu = table[table["engine"] == EMU.name].set_index(["scenario", "scheme"])
+    for row in sim.to_dict("records"):
+        key = (row["scenario"], row["scheme"])
+        other = emu.loc[key].to_dict() if key in emu.index else None
+        scheme = row["scheme"] if other is None else f"{row['scheme']} / {other['runs_as']}"
+
+        def pair(column: str, digits: int, row: dict = row, other: dict | None = other) -> list:
+            emu_cell = "sim only" if other is None else _num(other[column], digits)
+            return [_num(row[column], digits), emu_cell]
+
+        passed = row["passed"]
+        verdict = "" if pd.isna(passed) else ("ok" if passed else "FAIL")
+        table_out.add_row(
+            row["scenario"],
+            scheme,
+            *pair("throughput_mbps", 2),
+            *pair("delay_p95_ms", 1),
+            *pair("jain_median", 3),
+            *pair("share", 3),
+            "-" if other is None else _num(other["late_p99_ms"], 2),
+            _pct(row["replication_error"]),
+            _pct(row["share_error"]),
+            row["target"],
+            verdict,
+        )
+    return table_out
+
+
+def execute(args: argparse.Namespace) -> int:
+    if args.out is not None and args.out.exists() and any(args.out.iterdir()):
+        raise CommandError(f"{args.out} is not empty; give --out a new or an empty directory")
+    schemes = None
+    if args.schemes:
+        schemes = [s.strip() for s in args.schemes.split(",") if s.strip()]
+    stderr = make_console(stderr=True)
+
+    def started(label: str, k: int, total: int) -> None:
+        stderr.print(f"[{k}/{total}] {label}", highlight=False)
+
+    with ProgressBar(stderr) as progress:
+        try:
+            result = run_fidelity(
+                quick=args.quick,
+                runs=args.runs,
+                duration=args.duration,
+                schemes=schemes,
+                out=args.out,
+                on_start=started,
+                progress=progress,
+                command=["cclab", *sys.argv[1:]],
+            )
+        except PlanError as e:
+            raise CommandError(str(e)) from e
+    from cclab.report import write_report
+
+    report = write_report(result.directory)
+    console = make_console()
+    console.print(fidelity_summary(result))
+    for note in result.notes:
+        console.print(f"- {note}", highlight=False)
+    console.print(f"fidelity directory: {result.directory}", highlight=False, soft_wrap=True)
+    console.print(f"report: {report}", highlight=False, soft_wrap=True)
+    return 1 if args.check and not result.all_passed else 0
