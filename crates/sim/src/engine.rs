@@ -342,11 +342,12 @@ impl Sim {
         n
     }
 
-    /// An ACK reaches the reverse bottleneck: its queue is unbounded, so nothing is dropped.
+    /// An ACK reaches the reverse bottleneck; a full drop-tail queue (`reverse.queue`) drops it.
     fn arrive_reverse_link(&mut self, mut p: Packet) {
         p.enqueued = self.now;
         let rlink = self.rlink.as_mut().expect("only built with a reverse link");
-        rlink.enqueue(self.now, p, &mut |_| unreachable!("the reverse queue is unbounded"));
+        let sinks = &mut self.sinks;
+        rlink.enqueue(self.now, p, &mut |victim: Packet| sinks.emit(&victim.record(NEVER, Fate::DropQueue)));
         self.schedule_reverse_link();
     }
 
@@ -369,7 +370,8 @@ impl Sim {
                 p.dequeued = now;
                 out.push(p);
             },
-            &mut |_| unreachable!("the reverse queue is unbounded"),
+            // Drop-tail drops only arrivals, never at dequeue.
+            &mut |_| unreachable!("a drop-tail queue drops nothing as it sends"),
         );
         let n = out.len() as u64;
         for p in out.drain(..) {
