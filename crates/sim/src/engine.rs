@@ -52,9 +52,10 @@ impl WirePacket for Packet {
 
 impl Packet {
     fn record(&self, arrived: Time, fate: Fate) -> PacketRecord {
-        let (kind, retransmission) = match self.body {
-            Body::Data(d) => (PacketKind::Data, d.retransmission),
-            Body::Ack(_) => (PacketKind::Ack, false),
+        // TCP's sequence numbers are the stream offsets mod 2^32 (RFC 9293 §3.4).
+        let (kind, retransmission, seq) = match self.body {
+            Body::Data(d) => (PacketKind::Data, d.retransmission, d.offset as u32),
+            Body::Ack(a) => (PacketKind::Ack, false, a.stream_cum as u32),
         };
         PacketRecord {
             uid: self.uid,
@@ -67,6 +68,7 @@ impl Packet {
             enqueued: self.enqueued,
             dequeued: self.dequeued,
             retransmission,
+            seq,
         }
     }
 }

@@ -387,3 +387,49 @@ fn the_policer_preset_lets_one_packet_through_each_millisecond() {
     // The 1-packet queue (its packet in service counted) holds one of them.
     assert!(data_drops.count() >= 39);
 }
+
+#[test]
+fn records_carry_tcp_sequence_and_acknowledgment_numbers() {
+    use cclab_core::record::{Fate, PacketKind};
+    // A lossy path, so that some data is retransmitted: the record's `seq` is the stream
+    // offset of a data packet and the cumulative acknowledgment of an ACK (what a capture's
+    // TCP header shows, RFC 9293 §3.4).
+    let text = r#"
+        duration = "3s"
+        [link]
+        rate = "12Mbps"
+        delay = "10ms"
+        queue = 20
+        loss = 0.01
+        [[flows]]
+        scheme = "cubic"
+        "#;
+    let out = run(&scenario(text), true);
+    let log = out.packets.as_ref().unwrap();
+    let mss = cclab_core::scenario::MSS as u32;
+    let mut first_sent = std::collections::BTreeSet::new();
+    let mut max_ack = 0;
+    let mut acks: Vec<(u64, u32)> = vec![];
+    let mut rows: Vec<usize> = (0..log.len()).collect();
+    rows.sort_by_key(|&i| log.sent[i]);
+    for i in rows {
+        if log.kind[i] == PacketKind::Data as u8 {
+            // Full-sized segments at multiples of the MSS (a bulk sender never sends less).
+            assert_eq!(log.seq[i] % mss, 0);
+            if log.retransmission[i] {
+                assert!(first_sent.contains(&log.seq[i]), "a retransmission of bytes never sent");
+            } else {
+                assert!(first_sent.insert(log.seq[i]), "new data at an offset already sent");
+            }
+        } else if log.fate[i] == Fate::Delivered as u8 {
+            acks.push((log.arrived[i], log.seq[i]));
+            max_ack = max_ack.max(log.seq[i]);
+        }
+    }
+    // Cumulative ACKs never go back, and the last covers (at most) everything sent.
+    acks.sort();
+    assert!(acks.windows(2).all(|w| w[0].1 <= w[1].1));
+    let sent_end = first_sent.iter().max().unwrap() + mss;
+    assert!(max_ack <= sent_end && max_ack > sent_end / 2, "{max_ack} of {sent_end}");
+    assert!(log.retransmission.iter().any(|&r| r), "the path should have lost something");
+}
