@@ -58,11 +58,17 @@ test: install test-system
 	$(MAKE) check-portable test-wheel
 
 # The wheel: the Rust core and the Python package with its data (scenarios, traces), stripped of
-# debug information. maturin tags it with the oldest manylinux policy the binary's glibc symbols
-# allow on this machine (no zig or manylinux container here to target an older one).
+# debug information, for manylinux2014 (glibc 2.17): maturin links through zig (the `ziglang`
+# package) against that glibc's symbols, whatever the build machine's glibc. Zig's compiler
+# and linker make different artifacts than `make install`'s, so the wheel builds in a target
+# folder of its own (the first `make wheel` compiles everything once).
 WHEEL_DIR := $(or $(CARGO_TARGET_DIR),target)/wheels
+WHEEL_TARGET := $(or $(CARGO_TARGET_DIR),target)/manylinux2014
+WHEEL_POLICY := manylinux2014
 wheel: install
-	$(BIN)/maturin build --release --strip --out $(WHEEL_DIR)
+	@$(BIN)/python -m pip install --quiet 'ziglang>=0.17,<0.18'
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/maturin build --release --strip --zig \
+		--compatibility $(WHEEL_POLICY) --target-dir $(WHEEL_TARGET) --out $(WHEEL_DIR)
 
 # The newest wheel installed into a fresh venv with no Rust toolchain: the quick start, timed,
 # and a subset of the tests against the installed package.

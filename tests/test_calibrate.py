@@ -393,3 +393,21 @@ def test_cclab_presets_lists_them():
     for name in ("pantheon:nepal-wifi", "pantheon:china-wired", "pantheon:buffer-0.1bdp"):
         assert name in done.stdout
     assert "queue = 426" in done.stdout
+    assert "pantheon:policer-108mbps-100ms" in done.stdout
+    assert "reverse.queue = 1" in done.stdout
+
+
+def test_the_policer_preset_bounds_both_directions():
+    # The Pantheon's 12 Mbit/s policer at 20 ms RTT: the package's 12mbps.trace both ways and
+    # a 1-packet drop-tail queue in each direction (mahimahi `packets=1`).
+    result = cclab.run(
+        {"duration": "5s", "link": {"preset": "pantheon:policer-12mbps-20ms"}, "flows": flows()},
+        log_packets=True,
+    )
+    assert "[reverse]" in result.scenario_toml and 'queue = "1pkts"' in result.scenario_toml
+    packets = result.packets
+    data = packets[(packets["kind"] == "data") & (packets["fate"] == "delivered")]
+    # One opportunity of 1500 bytes each ms: data leaves the bottleneck on whole milliseconds.
+    assert (data["dequeued_ns"] % 1_000_000 == 0).all()
+    total = result.summary[result.summary["flow"].isna()].iloc[0]
+    assert 0 < total.throughput_mbps <= 12.0

@@ -118,3 +118,28 @@ def test_compare_rejects_bad_arguments(cli, write_scenario) -> None:
     assert "unknown engine 'ns3'" in err
     code, _, err = cli("compare", scenario, "--schemes", "cubic=")
     assert "is not a scheme or a pair A=B" in err
+
+
+@needs_root
+def test_emulated_records_carry_the_wires_tcp_numbers(write_scenario, tmp_path) -> None:
+    import cclab
+
+    result = cclab.run(write_scenario(KERNEL), engine="emu", log_packets=True)
+    packets = result.packets
+    data = packets[(packets["kind"] == "data") & ~packets["retransmission"]]
+    # The segments of one super-packet share its read time; uids count up within it.
+    data = data.sort_values(["sent_ns", "uid"])
+    # Kernel TCP: the segment's own sequence number, from its ISN (mod 2^32); new data only
+    # moves forward, mostly by whole MSS-sized segments.
+    seq = data["seq"].to_numpy()  # uint32: differences wrap as TCP's do
+    steps = seq[1:] - seq[:-1]
+    assert (steps < 1 << 31).all()
+    assert (steps == 1448).mean() > 0.5
+    acks = packets[(packets["kind"] == "ack") & (packets["fate"] == "delivered")]
+    acks = acks.sort_values(["arrived_ns", "uid"])["seq"].to_numpy()
+    # Cumulative acknowledgments never go back (mod 2^32).
+    assert ((acks[1:] - acks[:-1]) < 1 << 31).all()
+    capture = tmp_path / "emu.pcap"
+    assert result.write_pcap(capture) == len(packets[packets["kind"] == "data"]) + len(
+        packets[(packets["kind"] == "ack") & (packets["fate"] == "delivered")]
+    )

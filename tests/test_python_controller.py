@@ -155,3 +155,59 @@ def test_experiment_workers_register_the_schemes_again(tmp_path):
         a = summaries[f"newreno-r{k}"].drop(columns=["scheme"])
         b = summaries[f"py-newreno-r{k}"].drop(columns=["scheme"])
         pd.testing.assert_frame_equal(a, b)
+
+
+needs_root = pytest.mark.skipif(
+    os.geteuid() != 0 or not Path("/dev/net/tun").exists(),
+    reason="the emulator needs root and /dev/net/tun",
+)
+
+
+class Counting(cclab.Controller):
+    """NewReno-like growth that counts its calls, to show the hooks ran in the emulator."""
+
+    calls = 0
+
+    def on_ack(self, ack: cclab.controller.Ack) -> None:
+        Counting.calls += 1
+        self.cwnd += ack.newly_acked_bytes if ack.ca_state == "open" else 0
+
+    def on_congestion_event(self, event: cclab.controller.Congestion) -> None:
+        self.cwnd = max(self.cwnd // 2, 2 * self.mss)
+
+
+@needs_root
+def test_python_controllers_run_on_the_emulator():
+    # The emulator's UDP endpoints are threads of this process (crates/emu/src/run.rs), so
+    # they build the registered scheme as the simulator does and take the GIL for each hook.
+    cclab.register_scheme("counting", Counting)
+    try:
+        Counting.calls = 0
+        scenario = {
+            "duration": "3s",
+            "link": {"rate": "12Mbps", "delay": "10ms", "queue": "1bdp"},
+            "flows": [{"scheme": "counting"}],
+        }
+        result = cclab.run(scenario, engine="emu", log_packets=True)
+        total = result.summary[result.summary["flow"].isna()].iloc[0]
+        # A window-based sender fills a 12 Mbit/s link within the first second (the slow
+        # start from 10 packets reaches the 20-packet BDP in about two RTTs), so over 3 s it
+        # gets most of the link; the link caps it (12 Mbit/s plus the measurement's 1/n).
+        assert 9.0 < total["throughput_mbps"] <= 12.05
+        acks = result.packets[
+            (result.packets["kind"] == "ack") & (result.packets["fate"] == "delivered")
+        ]
+        # One on_ack per ACK the sender read (not one per packet): at least most of them.
+        assert 0.9 * len(acks) <= Counting.calls <= len(acks)
+    finally:
+        cclab.unregister_scheme("counting")
+
+
+@needs_root
+def test_an_exception_on_the_emulator_stops_the_run_and_names_the_scheme():
+    cclab.register_scheme("broken", Broken)
+    try:
+        with pytest.raises(RuntimeError, match=r"Python scheme `broken`: ZeroDivisionError: boom"):
+            cclab.run(_with_scheme("broken"), engine="emu", duration="3s")
+    finally:
+        cclab.unregister_scheme("broken")

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import struct
 from pathlib import Path
+
+import pandas as pd
 
 from conftest import SMALL, cclab_process
 
@@ -55,3 +58,54 @@ def test_malformed_set_is_a_usage_error(cli, write_scenario) -> None:
         assert e.code == 2
     else:
         raise AssertionError("argparse accepted --set without '='")
+
+
+def _read_pcap(path: Path) -> list[tuple[int, int, bytes]]:
+    """(time in ns, original length, captured bytes) of each packet of a nanosecond pcap."""
+    data = path.read_bytes()
+    magic, _, _, _, _, snaplen, linktype = struct.unpack_from("<IHHiIII", data, 0)
+    assert (magic, linktype) == (0xA1B23C4D, 101)  # nanosecond pcap, raw IPv4
+    out, at = [], 24
+    while at < len(data):
+        sec, nsec, incl, orig = struct.unpack_from("<IIII", data, at)
+        assert incl <= snaplen
+        out.append((sec * 1_000_000_000 + nsec, orig, data[at + 16 : at + 16 + incl]))
+        at += 16 + incl
+    return out
+
+
+def test_pcap_carries_tcp_sequence_and_acknowledgment_numbers(
+    cli, write_scenario, tmp_path: Path
+) -> None:
+    path = write_scenario(SMALL)
+    capture = tmp_path / "run.pcap"
+    code, out, err = cli(
+        "run", path, "--out", tmp_path / "run", "--pcap", capture, "--set", "duration=2s"
+    )
+    assert code == 0, err
+    assert f"capture: {capture}" in out.replace("\n", "")
+    packets = _read_pcap(capture)
+    log = pd.read_parquet(tmp_path / "run" / "packets.parquet")  # --pcap keeps the log
+    data = log[log["kind"] == "data"]
+    acks = log[(log["kind"] == "ack") & (log["fate"] == "delivered")]
+    # Every data packet (dropped ones too: they left the sender) and every delivered ACK.
+    assert len(packets) == len(data) + len(acks)
+    times = [t for t, _, _ in packets]
+    assert times == sorted(times)
+    by_flow: dict[int, list[int]] = {}
+    for _, orig, raw in packets:
+        ip, tcp = raw[:20], raw[20:]
+        assert struct.unpack_from(">H", ip, 2)[0] == orig  # IP total length = size on wire
+        sport, dport, seq, ack = struct.unpack_from(">HHII", tcp, 0)
+        if dport == 5201:  # data, sender → receiver
+            # Payload = total - 20 (IP) - 32 (TCP with timestamps) = 1448, the MSS: the next
+            # segment's sequence number follows, which is what Wireshark's analysis checks.
+            assert (tcp[12] >> 4) * 4 == 32 and orig - 52 == 1448
+            assert seq % 1448 == 0
+            by_flow.setdefault(sport, []).append(seq)
+        else:
+            assert seq == 0 and ack % 1448 == 0
+    # Three flows, each starting at stream offset 0 and sending new data upwards.
+    assert len(by_flow) == 3
+    for seqs in by_flow.values():
+        assert seqs[0] == 0 and max(seqs) > 100 * 1448

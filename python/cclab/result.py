@@ -159,6 +159,26 @@ class RunResult:
 
         return plot(study_of_run(self), which)
 
+    def write_pcap(self, path: str | Path) -> int:
+        """Writes the packet log as a pcap capture at the senders (`cclab_core::pcap`): data
+        when sent, with its stream offset as the TCP sequence number, and delivered ACKs when
+        they arrived, with their cumulative acknowledgment, so Wireshark's TCP sequence
+        analysis works. Returns the number of packets written. Needs a run that logged
+        packets (`log_packets=True`)."""
+        cols = self.packet_columns
+        if cols is None:
+            raise ValueError("this run kept no packet log; run it with log_packets=True")
+        return _core.write_pcap(
+            Path(path),
+            cols["flow"],
+            cols["kind"],
+            cols["size"],
+            cols["sent_ns"],
+            cols["arrived_ns"],
+            cols["fate"],
+            cols["seq"],
+        )
+
     def save(self, directory: str | Path, *, command: list[str] | None = None) -> Path:
         """Writes the run directory atomically (see `cclab.archive`); returns its path."""
         from cclab.archive import write_run_dir

@@ -18,6 +18,7 @@ pub use scenario::{Scenario, ScenarioError, ScenarioErrors};
 pub use time::Time;
 pub use units::{Bytes, Dur, QueueSize, Rate};
 pub mod metrics;
+pub mod pcap;
 pub mod record;
 pub mod schema;
 

@@ -179,12 +179,30 @@ impl Aqm {
     }
 }
 
-/// The ACK direction. Uncongested: a propagation delay (default: the link's) and no queue.
+/// The ACK direction: a propagation delay (default: the link's), then a bottleneck only if it
+/// has a delivery process, `link.reverse_trace` or `rate` (mahimahi's downlink); otherwise
+/// uncongested.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Reverse {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delay: Option<Dur>,
+    /// A constant-rate ACK link (instead of `link.reverse_trace`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<Rate>,
+    /// The drop-tail limit of the ACK link's queue, in packets or bytes (mahimahi's
+    /// `--downlink-queue=droptail --downlink-queue-args=packets=N`); absent: unbounded, as
+    /// mahimahi's default. Counted as the data direction's droptail counts (with the packet in
+    /// service).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue: Option<QueueSize>,
+}
+
+impl Reverse {
+    /// Whether the ACK direction has a bottleneck (a delivery process of its own).
+    pub fn has_link(&self, link: &Link) -> bool {
+        self.rate.is_some() || link.reverse_trace.is_some()
+    }
 }
 
 /// How flows leave.
@@ -767,6 +785,7 @@ impl Scenario {
             }
         }
         queues::check(l, src, &mut errs);
+        self.check_reverse(src, &mut errs);
         if let Some(p) = &l.prio {
             let n = if p.by == PrioBy::Entry { self.flows.len() } else { self.flow_instances().len() };
             if p.classes.len() > n {
@@ -849,6 +868,48 @@ impl Scenario {
         }
     }
 
+    /// The ACK direction's bottleneck: one delivery process, and a queue only behind one.
+    fn check_reverse(&self, src: &Source, errs: &mut Vec<ScenarioError>) {
+        let r = &self.reverse;
+        if let Some(rate) = r.rate {
+            if self.link.reverse_trace.is_some() {
+                errs.push(src.error(
+                    "reverse.rate",
+                    "give the ACK direction either `reverse.rate` or `link.reverse_trace`, not both",
+                ));
+            }
+            if rate.0 == 0 {
+                errs.push(src.error("reverse.rate", "must be positive (absent: the ACK direction is uncongested)"));
+            } else if rate > MAX_LINK_RATE {
+                errs.push(src.error(
+                    "reverse.rate",
+                    format!("{rate} is faster than any link ({MAX_LINK_RATE}, the fastest Ethernet standard)"),
+                ));
+            }
+        }
+        match r.queue {
+            Some(_) if !r.has_link(&self.link) => errs.push(src.error(
+                "reverse.queue",
+                "the ACK direction has no bottleneck to queue at: give it a `reverse.rate` (e.g. \"12Mbps\") or a \
+                 `link.reverse_trace`, or remove `reverse.queue`",
+            )),
+            Some(QueueSize::Bdp(_)) => errs.push(src.error(
+                "reverse.queue",
+                "a bandwidth-delay multiple sizes data packets; give the ACK queue in packets (1 or \"1pkts\"), \
+                 bytes (\"3000B\") or \"infinite\"",
+            )),
+            Some(QueueSize::Packets(0)) => errs.push(src.error(
+                "reverse.queue",
+                "must hold at least one packet, or no ACK could ever pass (absent: unbounded)",
+            )),
+            Some(QueueSize::Bytes(b)) if b < ACK_BYTES => errs.push(src.error(
+                "reverse.queue",
+                format!("must hold at least one ACK ({ACK_BYTES}B), or no ACK could ever pass"),
+            )),
+            _ => {}
+        }
+    }
+
     /// Every concrete flow, in id order.
     pub fn flow_instances(&self) -> Vec<FlowInstance> {
         let mut out = Vec::new();
@@ -924,6 +985,50 @@ mod message_tests {
         let e = Scenario::parse(text, "t.toml").unwrap_err().to_string();
         assert!(e.contains("field `link.rate`: 1000000Gbps is faster than any link"), "{e}");
         assert!(e.contains("field `flows[0].start`"), "{e}");
+    }
+}
+
+#[cfg(test)]
+mod reverse_tests {
+    use super::*;
+
+    fn parse(link: &str, reverse: &str) -> Result<Scenario, ScenarioErrors> {
+        let text = format!("[link]\nrate = \"12Mbps\"\n{link}\n[reverse]\n{reverse}\n[[flows]]\nscheme = \"cubic\"\n");
+        Scenario::parse(&text, "t.toml")
+    }
+
+    fn error(link: &str, reverse: &str) -> ScenarioError {
+        let e = parse(link, reverse).unwrap_err();
+        assert_eq!(e.0.len(), 1, "{e}");
+        e.0[0].clone()
+    }
+
+    #[test]
+    fn a_reverse_queue_needs_an_ack_link() {
+        let e = error("", "queue = 1");
+        assert_eq!((e.field.as_str(), e.line), ("reverse.queue", Some(5)));
+        assert!(e.message.contains("no bottleneck to queue at"), "{}", e.message);
+        let s = parse("", "rate = \"1Mbps\"\nqueue = 1").unwrap();
+        assert_eq!((s.reverse.rate, s.reverse.queue), (Some(Rate(1_000_000)), Some(QueueSize::Packets(1))));
+        let s = parse("reverse_trace = \"ack.trace\"", "queue = \"3000B\"").unwrap();
+        assert_eq!(s.reverse.queue, Some(QueueSize::Bytes(3000)));
+        // Absent keys stay absent in the written scenario, so old run directories re-read alike.
+        assert!(!parse("", "").unwrap().to_toml().contains("[reverse]\nqueue"));
+    }
+
+    #[test]
+    fn bad_reverse_links_are_named() {
+        let e = error("reverse_trace = \"ack.trace\"", "rate = \"1Mbps\"");
+        assert_eq!(e.field, "reverse.rate");
+        assert!(e.message.contains("not both"), "{}", e.message);
+        assert!(error("", "rate = \"0bps\"").message.contains("must be positive"));
+        let e = error("", "rate = \"1Mbps\"\nqueue = \"1bdp\"");
+        assert!(e.message.contains("in packets"), "{}", e.message);
+        assert!(error("", "rate = \"1Mbps\"\nqueue = 0").message.contains("at least one packet"));
+        let e = error("", "rate = \"1Mbps\"\nqueue = \"40B\"");
+        assert!(e.message.contains("at least one ACK (52B)"), "{}", e.message);
+        let e = error("", "queeu = 1");
+        assert!(e.message.contains("did you mean `queue`?"), "{}", e.message);
     }
 }
 

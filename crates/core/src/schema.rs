@@ -459,6 +459,12 @@ pub static PACKETS: &[Column<Take<PacketLog>>] = &[
     col("enqueued_ns", "ns", "entry into the bottleneck queue, or NEVER", Take::U64(|l| &mut l.enqueued)),
     col("dequeued_ns", "ns", "exit from the bottleneck queue, or NEVER", Take::U64(|l| &mut l.dequeued)),
     col("retransmission", "", "whether the packet was a retransmission", Take::Bool(|l| &mut l.retransmission)),
+    col(
+        "seq",
+        "",
+        "TCP sequence field mod 2^32: a data packet's stream offset, an ACK's cumulative acknowledgment",
+        Take::U32(|l| &mut l.seq),
+    ),
 ];
 
 /// The `trace` table (`--trace`): every flow's sender sampled over time. These are its fixed

@@ -31,6 +31,7 @@ pub struct Ipv4Info {
     /// TCP header length in bytes (0 for other protocols).
     pub tcp_hdr_len: usize,
     pub tcp_seq: u32,
+    pub tcp_ack: u32,
     pub tcp_flags: u8,
 }
 
@@ -70,6 +71,7 @@ pub fn parse_ipv4(p: &[u8]) -> Option<Ipv4Info> {
             info.sport = be16(l4, 0);
             info.dport = be16(l4, 2);
             info.tcp_seq = be32(l4, 4);
+            info.tcp_ack = be32(l4, 8);
             info.tcp_hdr_len = (l4[12] >> 4) as usize * 4;
             info.tcp_flags = l4[13];
             if info.tcp_hdr_len < 20 || info.tcp_hdr_len > l4.len() {

@@ -147,6 +147,8 @@ pub(crate) struct Pkt {
     /// Bytes to write to the TUN (virtio header + packet).
     io_len: u16,
     retx: bool,
+    /// TCP's sequence field as the record carries it (PacketRecord::seq).
+    seq: u32,
 }
 
 impl WirePacket for Pkt {
@@ -364,18 +366,21 @@ impl<'a> Path<'a> {
             return;
         }
         let transport = self.cfg.flows.transports.get(flow as usize).copied();
-        let udp_retx =
-            transport == Some(Transport::CclabUdp) && crate::udp::is_retransmission(&pkt[info.ihl..info.total_len]);
+        let udp = (transport == Some(Transport::CclabUdp)).then(|| &pkt[info.ihl..info.total_len]);
+        let udp_retx = udp.is_some_and(crate::udp::is_retransmission);
+        let udp_seq = udp.map_or(0, crate::udp::sequence_field);
         for k in 0..n {
             let slot = self.pool.alloc();
             let io_len = write_segment(&vnet, &info, pkt, k, n, self.pool.slot(slot));
-            let retx = match transport {
-                Some(Transport::Tcp) => {
+            // A data segment's own sequence number; an ACK's acknowledgment number.
+            let (retx, seq) = match (transport, self.cfg.kind) {
+                (Some(Transport::Tcp), PacketKind::Data) => {
                     let (seq, len) = tcp_segment_range(&vnet, &info, k, n);
-                    self.tcp_retransmission(flow, seq, len)
+                    (self.tcp_retransmission(flow, seq, len), seq)
                 }
-                Some(Transport::CclabUdp) => udp_retx,
-                _ => false,
+                (Some(Transport::Tcp), PacketKind::Ack) => (false, info.tcp_ack),
+                (Some(Transport::CclabUdp), _) => (udp_retx, udp_seq),
+                _ => (false, 0),
             };
             let uid = 2 * self.next_uid + self.cfg.uid_parity;
             self.next_uid += 1;
@@ -393,6 +398,7 @@ impl<'a> Path<'a> {
                 wire: (io_len - VNET_HDR_LEN) as u16,
                 io_len: io_len as u16,
                 retx,
+                seq,
             };
             let line = if flow == UNCLASSIFIED { self.cfg.flows.len() } else { flow as usize };
             match &mut self.access[line] {
@@ -636,6 +642,7 @@ impl<'a> Path<'a> {
             enqueued: p.enq,
             dequeued: p.deq,
             retransmission: p.retx,
+            seq: p.seq,
         });
     }
 

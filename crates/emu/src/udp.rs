@@ -46,6 +46,17 @@ pub fn is_retransmission(udp: &[u8]) -> bool {
     udp.len() > UDP_HEADER + 1 && udp[UDP_HEADER] == TAG_DATA && udp[UDP_HEADER + 1] & 1 != 0
 }
 
+/// TCP's sequence field for a cclab datagram (from its UDP header on), mod 2^32: a data
+/// packet's stream offset, an ACK's cumulative acknowledgment; 0 for anything else.
+pub fn sequence_field(udp: &[u8]) -> u32 {
+    let Some(body) = udp.get(UDP_HEADER..) else { return 0 };
+    match body.first() {
+        Some(&TAG_DATA) if body.len() >= 16 => get48(&body[10..16]) as u32,
+        Some(&TAG_ACK) if body.len() >= 16 => get64(&body[8..16]) as u32,
+        _ => 0,
+    }
+}
+
 fn put48(b: &mut [u8], v: u64) {
     b.copy_from_slice(&v.to_be_bytes()[2..]);
 }
@@ -323,6 +334,12 @@ mod tests {
         let mut udp = vec![0u8; 8];
         udp.extend_from_slice(&b[..n]);
         assert!(is_retransmission(&udp));
+        // The record's sequence field: the stream offset mod 2^32 (1 << 40 wraps to 0).
+        assert_eq!(sequence_field(&udp), 0);
+        let d2 = DataPacket { offset: (1 << 40) + 2896, ..d };
+        encode_data(&d2, &mut udp[UDP_HEADER..]);
+        assert_eq!(sequence_field(&udp), 2896);
+        assert_eq!(sequence_field(&udp[..UDP_HEADER + 4]), 0, "a truncated header has none");
         let a = AckFrame {
             ranges: [(5, 9), (1, 3), (0, 0)],
             n_ranges: 2,
@@ -334,6 +351,9 @@ mod tests {
         let n = encode_ack(&a, &mut b);
         assert_eq!(n, ACK_LEN);
         assert_eq!(decode_ack(&b[..n]), Some(a));
+        let mut udp_ack = vec![0u8; UDP_HEADER];
+        udp_ack.extend_from_slice(&b[..n]);
+        assert_eq!(sequence_field(&udp_ack), 4344, "an ACK's cumulative acknowledgment");
         assert_eq!(decode_ack(&b[..n - 1]), None);
         let a = AckFrame { feedback: FeedbackSlot::new(Some([1, 2, 3, 4, 5, 255])), ..a };
         let n = encode_ack(&a, &mut b);

@@ -5,8 +5,9 @@
 //! Data: sender → access delay (half the flow's extra RTT) → i.i.d. loss → bottleneck (queue
 //! discipline + delivery process) → propagation delay (plus jitter, if any) → receiver. ACKs:
 //! receiver → reverse delay (plus the other half of the extra RTT) → the reverse bottleneck if
-//! the link has a `reverse_trace` (an unbounded drop-tail queue drained by that trace, as
-//! mahimahi's `mm-link UP DOWN`) → sender; without one the reverse path is uncongested.
+//! the ACK direction has a delivery process (`link.reverse_trace`, as mahimahi's `mm-link UP
+//! DOWN`, or `reverse.rate`): a drop-tail queue, unbounded unless `reverse.queue`, drained by
+//! it → sender; without one the reverse path is uncongested.
 
 use crate::bottleneck::Bottleneck;
 use crate::delivery::{Service, Trace};
@@ -47,8 +48,10 @@ pub struct PathPlan {
     pub prop_delay: Time,
     /// Largest extra delay drawn per packet on that line, ns (0: a constant delay).
     pub prop_jitter: Time,
-    /// The ACK direction's delivery process, when the link has a reverse trace.
+    /// The ACK direction's delivery process, when it has one (a reverse trace or rate).
     pub reverse_service: Option<Service>,
+    /// The drop-tail limit of the ACK direction's queue (`reverse.queue`).
+    pub reverse_limit: Limit,
     /// Delay of the ACK path shared by every flow, ns (before any flow's extra RTT).
     pub reverse_delay: Time,
     /// Round-trip propagation delay of a flow without extra RTT, ns.
@@ -70,14 +73,20 @@ impl PathPlan {
             None => None,
         };
         let service = Service::from_link(link, trace);
-        let reverse_service = match &link.reverse_trace {
-            Some(path) => {
+        let reverse_service = match (&link.reverse_trace, scenario.reverse.rate) {
+            (Some(path), _) => {
                 Some(Service::Trace(Arc::new(Trace::load(path).map_err(|e| format!("link.reverse_trace: {e}"))?)))
             }
-            None => None,
+            (None, Some(rate)) => Some(Service::Constant(rate)),
+            (None, None) => None,
         };
         let reverse_delay = scenario.reverse_delay().ns();
         let base_rtt = link.delay.ns() + reverse_delay;
+        let reverse_limit = match (scenario.reverse.queue, &reverse_service) {
+            // Validation refuses a BDP multiple here; packets, bytes and infinite need no rate.
+            (Some(q), Some(service)) => Limit::resolve(q, service.mean_rate(), base_rtt),
+            _ => Limit::None,
+        };
         let limit = Limit::resolve(link.queue, service.mean_rate(), base_rtt);
         let service_rate = service.mean_rate();
         let flows: Vec<FlowPath> = scenario
@@ -153,6 +162,7 @@ impl PathPlan {
             prop_delay: link.delay.ns(),
             prop_jitter: link.delay_jitter.ns(),
             reverse_service,
+            reverse_limit,
             reverse_delay,
             base_rtt,
             flows,
@@ -192,14 +202,14 @@ impl PathPlan {
         DelayLine::with_jitter(self.prop_delay, Jitter::new(self.prop_jitter, Rng::derive(self.seed, stream::JITTER)))
     }
 
-    /// The ACK direction's bottleneck, when the link has a reverse trace: ACKs of every flow
-    /// share one unbounded drop-tail queue drained by the trace.
+    /// The ACK direction's bottleneck, when it has a delivery process: ACKs of every flow
+    /// share one drop-tail queue (unbounded unless `reverse.queue`) drained by it.
     pub fn reverse_bottleneck<P: WirePacket>(&self) -> Option<Bottleneck<P>> {
         self.reverse_service.clone().map(|service| {
             // Droptail draws nothing; the queue stream is named only for the signature.
             Bottleneck::new(
                 service,
-                Limit::None,
+                self.reverse_limit,
                 &QdiscSpec::DropTail,
                 Rng::derive(self.seed, stream::REVERSE_LINK),
                 Rng::derive(self.seed, stream::QUEUE),
@@ -232,5 +242,47 @@ impl PathPlan {
     /// The random stream of flow `id`'s sender.
     pub fn flow_rng(&self, id: u32) -> Rng {
         Rng::derive(self.seed, stream::FLOW + id as u64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cclab_core::units::Rate;
+
+    fn plan(link: &str, reverse: &str) -> PathPlan {
+        let text = format!("[link]\nrate = \"12Mbps\"\n{link}\n[reverse]\n{reverse}\n[[flows]]\nscheme = \"x\"\n");
+        PathPlan::resolve(&Scenario::parse(&text, "t.toml").unwrap()).unwrap()
+    }
+
+    #[test]
+    fn the_ack_direction_is_built_from_reverse_rate_and_queue() {
+        // Both engines build the ACK bottleneck from these two fields (sim engine.rs, emu
+        // run.rs), so this is where a reverse queue reaches them.
+        let p = plan("", "");
+        assert!(p.reverse_service.is_none() && p.reverse_bottleneck::<Probe>().is_none());
+        let p = plan("", "rate = \"1Mbps\"");
+        assert!(matches!(p.reverse_service, Some(Service::Constant(Rate(1_000_000)))));
+        assert_eq!(p.reverse_limit, Limit::None, "unbounded unless `reverse.queue`");
+        let p = plan("", "rate = \"1Mbps\"\nqueue = 1");
+        assert_eq!(p.reverse_limit, Limit::Packets(1));
+        let p = plan("", "rate = \"1Mbps\"\nqueue = \"520B\"");
+        assert_eq!(p.reverse_limit, Limit::Bytes(520));
+        let mut b = p.reverse_bottleneck::<Probe>().unwrap();
+        let mut dropped = 0;
+        for _ in 0..11 {
+            b.enqueue(0, Probe, &mut |_| dropped += 1);
+        }
+        assert_eq!((b.len(), dropped), (10, 1), "ten 52-byte ACKs fill 520 bytes");
+    }
+
+    struct Probe;
+    impl WirePacket for Probe {
+        fn wire_size(&self) -> u64 {
+            cclab_core::scenario::ACK_BYTES
+        }
+        fn flow(&self) -> u32 {
+            0
+        }
     }
 }

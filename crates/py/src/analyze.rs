@@ -11,7 +11,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 /// One column as a slice, or a ValueError naming it (numpy hands over strided views too).
-fn slice<'a, T: Element>(name: &str, column: &'a PyReadonlyArray1<'_, T>) -> PyResult<&'a [T]> {
+pub(crate) fn slice<'a, T: Element>(name: &str, column: &'a PyReadonlyArray1<'_, T>) -> PyResult<&'a [T]> {
     column.as_slice().map_err(|_| PyValueError::new_err(format!("column `{name}` must be contiguous")))
 }
 

@@ -12,6 +12,7 @@ mod emu;
 mod errors;
 mod output;
 mod overrides;
+mod pcap;
 mod presets;
 mod progress;
 mod pycc;
@@ -126,6 +127,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(schemes::schemes, m)?)?;
     pycc::register(m)?;
     m.add_function(wrap_pyfunction!(analyze::analyze, m)?)?;
+    m.add_function(wrap_pyfunction!(pcap::write_pcap, m)?)?;
     schema::register(m)?;
     presets::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

@@ -7,7 +7,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
 /// Every preset: a list of dicts with `name`, `summary`, `source` and `keys` (a list of
-/// (key, value as written in a scenario) pairs).
+/// (key, value as written in a scenario) pairs: `[link]` keys bare, `[reverse]` keys as
+/// `reverse.KEY`).
 #[pyfunction]
 fn presets(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
     let out = PyList::empty(py);
@@ -16,7 +17,7 @@ fn presets(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
         d.set_item("name", p.name)?;
         d.set_item("summary", p.summary)?;
         d.set_item("source", p.source)?;
-        let keys: Vec<(&str, String)> = p.keys.iter().map(|(k, v)| (*k, v.display())).collect();
+        let keys: Vec<(String, String)> = p.all_keys().map(|(k, v)| (k, v.display())).collect();
         d.set_item("keys", keys)?;
         out.append(d)?;
     }

@@ -52,9 +52,10 @@ impl WirePacket for Packet {
 
 impl Packet {
     fn record(&self, arrived: Time, fate: Fate) -> PacketRecord {
-        let (kind, retransmission) = match self.body {
-            Body::Data(d) => (PacketKind::Data, d.retransmission),
-            Body::Ack(_) => (PacketKind::Ack, false),
+        // TCP's sequence numbers are the stream offsets mod 2^32 (RFC 9293 §3.4).
+        let (kind, retransmission, seq) = match self.body {
+            Body::Data(d) => (PacketKind::Data, d.retransmission, d.offset as u32),
+            Body::Ack(a) => (PacketKind::Ack, false, a.stream_cum as u32),
         };
         PacketRecord {
             uid: self.uid,
@@ -67,6 +68,7 @@ impl Packet {
             enqueued: self.enqueued,
             dequeued: self.dequeued,
             retransmission,
+            seq,
         }
     }
 }
@@ -342,11 +344,12 @@ impl Sim {
         n
     }
 
-    /// An ACK reaches the reverse bottleneck: its queue is unbounded, so nothing is dropped.
+    /// An ACK reaches the reverse bottleneck; a full drop-tail queue (`reverse.queue`) drops it.
     fn arrive_reverse_link(&mut self, mut p: Packet) {
         p.enqueued = self.now;
         let rlink = self.rlink.as_mut().expect("only built with a reverse link");
-        rlink.enqueue(self.now, p, &mut |_| unreachable!("the reverse queue is unbounded"));
+        let sinks = &mut self.sinks;
+        rlink.enqueue(self.now, p, &mut |victim: Packet| sinks.emit(&victim.record(NEVER, Fate::DropQueue)));
         self.schedule_reverse_link();
     }
 
@@ -369,7 +372,8 @@ impl Sim {
                 p.dequeued = now;
                 out.push(p);
             },
-            &mut |_| unreachable!("the reverse queue is unbounded"),
+            // Drop-tail drops only arrivals, never at dequeue.
+            &mut |_| unreachable!("a drop-tail queue drops nothing as it sends"),
         );
         let n = out.len() as u64;
         for p in out.drain(..) {

@@ -307,3 +307,129 @@ fn an_unreadable_reverse_trace_names_its_key() {
     let e = cclab_sim::parse_scenario(&text, "test.toml", &toml::Table::new()).unwrap_err();
     assert!(e.to_string().contains("link.reverse_trace"), "{e}");
 }
+
+#[test]
+fn a_bounded_reverse_queue_drops_acks() {
+    use cclab_core::record::{Fate, PacketKind};
+    // A 200 kbit/s ACK link serialises a 52-byte ACK in 2.08 ms: about 480 ACKs/s against the
+    // 1000 data packets/s the 12 Mbit/s data direction sends, so ACKs pile up behind it.
+    let toml = |queue: &str| {
+        format!(
+            r#"
+            duration = "5s"
+            [link]
+            rate = "12Mbps"
+            delay = "10ms"
+            [reverse]
+            rate = "200kbps"
+            {queue}
+            [[flows]]
+            scheme = "fixed"
+            cwnd = 50
+            "#
+        )
+    };
+    let acks = |out: &cclab_sim::RunOutput, fate: Fate| {
+        let log = out.packets.as_ref().unwrap();
+        (0..log.len())
+            .filter(|&i| log.kind[i] == PacketKind::Ack as u8 && log.fate[i] == fate as u8)
+            .map(|i| (log.enqueued[i], log.dequeued[i]))
+            .collect::<Vec<_>>()
+    };
+    let unbounded = run(&scenario(&toml("")), true);
+    assert_conserved(&unbounded);
+    assert!(acks(&unbounded, Fate::DropQueue).is_empty(), "an unbounded queue drops nothing");
+    let bounded = run(&scenario(&toml("queue = 1")), true);
+    assert_conserved(&bounded);
+    let dropped = acks(&bounded, Fate::DropQueue);
+    let mut delivered = acks(&bounded, Fate::Delivered);
+    assert!(dropped.len() > 100, "{} ACKs dropped", dropped.len());
+    // A 1-packet drop-tail queue counts the ACK in service (as the data direction's, and as
+    // mahimahi's `packets=1`): one ACK at a time in the reverse bottleneck, each served for
+    // exactly its 2.08 ms.
+    delivered.sort();
+    assert!(delivered.windows(2).all(|w| w[1].0 >= w[0].1), "two ACKs overlapped in a 1-packet queue");
+    assert!(delivered.iter().all(|(e, d)| d - e == 2_080_000), "every ACK finds the link idle");
+}
+
+#[test]
+fn the_policer_preset_lets_one_packet_through_each_millisecond() {
+    use cclab_core::record::{Fate, PacketKind};
+    use cclab_core::time::MS;
+    // The Pantheon's 60 Mbit/s "token-bucket policer": five 1500-byte opportunities at each
+    // ms, but mahimahi's `packets=1` queue holds one packet between them, and unused
+    // opportunities are lost (mahimahi link_queue.cc), so at most one data packet leaves per
+    // millisecond: 12 Mbit/s however fast the trace.
+    let text = r#"
+        duration = "5s"
+        [link]
+        preset = "pantheon:policer-60mbps-20ms"
+        [[flows]]
+        scheme = "fixed"
+        cwnd = 40
+        "#;
+    let out = run(&scenario(text), true);
+    assert_conserved(&out);
+    let log = out.packets.as_ref().unwrap();
+    let mut per_ms: std::collections::BTreeMap<u64, u32> = Default::default();
+    for i in 0..log.len() {
+        if log.kind[i] == PacketKind::Data as u8 && log.fate[i] == Fate::Delivered as u8 {
+            assert_eq!(log.dequeued[i] % MS, 0, "a data packet left off the trace's millisecond");
+            *per_ms.entry(log.dequeued[i]).or_default() += 1;
+        }
+    }
+    assert!(per_ms.values().all(|&n| n == 1), "more than one packet in one millisecond");
+    let tput = out.metrics.total.throughput_mbps;
+    assert!(tput <= 12.0 + 1e-6, "{tput}");
+    // The first window (40 packets sent at once) overflows the 1-packet data queue.
+    let data_drops =
+        (0..log.len()).filter(|&i| log.kind[i] == PacketKind::Data as u8 && log.fate[i] == Fate::DropQueue as u8);
+    // The 1-packet queue (its packet in service counted) holds one of them.
+    assert!(data_drops.count() >= 39);
+}
+
+#[test]
+fn records_carry_tcp_sequence_and_acknowledgment_numbers() {
+    use cclab_core::record::{Fate, PacketKind};
+    // A lossy path, so that some data is retransmitted: the record's `seq` is the stream
+    // offset of a data packet and the cumulative acknowledgment of an ACK (what a capture's
+    // TCP header shows, RFC 9293 §3.4).
+    let text = r#"
+        duration = "3s"
+        [link]
+        rate = "12Mbps"
+        delay = "10ms"
+        queue = 20
+        loss = 0.01
+        [[flows]]
+        scheme = "cubic"
+        "#;
+    let out = run(&scenario(text), true);
+    let log = out.packets.as_ref().unwrap();
+    let mss = cclab_core::scenario::MSS as u32;
+    let mut first_sent = std::collections::BTreeSet::new();
+    let mut max_ack = 0;
+    let mut acks: Vec<(u64, u32)> = vec![];
+    let mut rows: Vec<usize> = (0..log.len()).collect();
+    rows.sort_by_key(|&i| log.sent[i]);
+    for i in rows {
+        if log.kind[i] == PacketKind::Data as u8 {
+            // Full-sized segments at multiples of the MSS (a bulk sender never sends less).
+            assert_eq!(log.seq[i] % mss, 0);
+            if log.retransmission[i] {
+                assert!(first_sent.contains(&log.seq[i]), "a retransmission of bytes never sent");
+            } else {
+                assert!(first_sent.insert(log.seq[i]), "new data at an offset already sent");
+            }
+        } else if log.fate[i] == Fate::Delivered as u8 {
+            acks.push((log.arrived[i], log.seq[i]));
+            max_ack = max_ack.max(log.seq[i]);
+        }
+    }
+    // Cumulative ACKs never go back, and the last covers (at most) everything sent.
+    acks.sort();
+    assert!(acks.windows(2).all(|w| w[0].1 <= w[1].1));
+    let sent_end = first_sent.iter().max().unwrap() + mss;
+    assert!(max_ack <= sent_end && max_ack > sent_end / 2, "{max_ack} of {sent_end}");
+    assert!(log.retransmission.iter().any(|&r| r), "the path should have lost something");
+}

@@ -38,6 +38,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--log-packets", action="store_true", help="keep every packet's record (packets.parquet)"
     )
     add_trace_arguments(parser)
+    parser.add_argument(
+        "--pcap",
+        type=Path,
+        metavar="FILE",
+        help="also write the packets as a pcap capture at the senders (for Wireshark: TCP "
+        "sequence and acknowledgment numbers, headers only); implies --log-packets",
+    )
     add_set_argument(parser)
     add_engine_argument(parser)
 
@@ -52,7 +59,7 @@ def execute(args: argparse.Namespace) -> int:
         result = cclab.run(
             args.scenario,
             seed=args.seed,
-            log_packets=args.log_packets,
+            log_packets=args.log_packets or args.pcap is not None,
             trace=trace,
             progress=progress,
             engine=args.engine,
@@ -63,4 +70,10 @@ def execute(args: argparse.Namespace) -> int:
     stdout = make_console()
     stdout.print(summary_table(result))
     stdout.print(f"run directory: {out}", highlight=False, soft_wrap=True)
+    if args.pcap is not None:
+        try:
+            written = result.write_pcap(args.pcap)
+        except OSError as e:
+            raise CommandError(str(e)) from None
+        stdout.print(f"capture: {args.pcap} ({written} packets)", highlight=False, soft_wrap=True)
     return 0

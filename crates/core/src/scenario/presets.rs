@@ -43,8 +43,20 @@ pub struct Preset {
     pub summary: &'static str,
     /// Where the parameters come from.
     pub source: &'static str,
-    /// The `[link]` keys it sets, in the order a scenario would write them.
+    /// The `[link]` keys it sets, in the order a scenario would write them. A dotted key
+    /// (`token_bucket.rate`) sets a key of a table within `[link]`.
     pub keys: &'static [(&'static str, PresetValue)],
+    /// The `[reverse]` keys it sets (the ACK direction's queue and rate).
+    pub reverse: &'static [(&'static str, PresetValue)],
+}
+
+impl Preset {
+    /// Every key it sets as a scenario's path names it (`queue`, `reverse.queue`): the
+    /// `[link]` keys bare, as `cclab presets --keys` lists them.
+    pub fn all_keys(&self) -> impl Iterator<Item = (String, PresetValue)> + '_ {
+        let link = self.keys.iter().map(|(k, v)| (k.to_string(), *v));
+        link.chain(self.reverse.iter().map(|(k, v)| (format!("reverse.{k}"), *v)))
+    }
 }
 
 use PresetValue::{Float, Int, Str, Trace};
@@ -69,6 +81,7 @@ pub const PRESETS: &[Preset] = &[
             ("queue", Int(14)),
             ("loss", Float(0.0477)),
         ],
+        reverse: &[],
     },
     Preset {
         name: "pantheon:nepal-wifi-trace",
@@ -81,6 +94,7 @@ pub const PRESETS: &[Preset] = &[
             ("queue", Int(14)),
             ("loss", Float(0.0477)),
         ],
+        reverse: &[],
     },
     Preset {
         name: "pantheon:mexico-cellular",
@@ -93,6 +107,7 @@ pub const PRESETS: &[Preset] = &[
             ("queue", Int(130)),
             ("loss", Float(0.0)),
         ],
+        reverse: &[],
     },
     Preset {
         name: "pantheon:mexico-cellular-trace",
@@ -105,6 +120,7 @@ pub const PRESETS: &[Preset] = &[
             ("queue", Int(130)),
             ("loss", Float(0.0)),
         ],
+        reverse: &[],
     },
     Preset {
         name: "pantheon:colombia-cellular",
@@ -117,6 +133,7 @@ pub const PRESETS: &[Preset] = &[
             ("queue", Int(426)),
             ("loss", Float(0.0)),
         ],
+        reverse: &[],
     },
     Preset {
         name: "pantheon:colombia-cellular-trace",
@@ -129,6 +146,7 @@ pub const PRESETS: &[Preset] = &[
             ("queue", Int(426)),
             ("loss", Float(0.0)),
         ],
+        reverse: &[],
     },
     Preset {
         name: "pantheon:india-wired",
@@ -141,6 +159,7 @@ pub const PRESETS: &[Preset] = &[
             ("queue", Int(173)),
             ("loss", Float(0.0)),
         ],
+        reverse: &[],
     },
     Preset {
         name: "pantheon:china-wired",
@@ -153,6 +172,7 @@ pub const PRESETS: &[Preset] = &[
             ("queue", Int(94)),
             ("loss", Float(0.0006)),
         ],
+        reverse: &[],
     },
     Preset {
         name: "pantheon:mexico-wired",
@@ -165,21 +185,105 @@ pub const PRESETS: &[Preset] = &[
             ("queue", Int(450)),
             ("loss", Float(0.0)),
         ],
+        reverse: &[],
     },
-    // Pathological links (the Pantheon's scenarios 7-18). ACK aggregation: a 12 Mbit/s data
-    // link at 20 ms RTT whose ACK link delivers only at the trace's opportunities, so ACKs
-    // arrive in bursts (mahimahi `mm-link 12mbps.trace <ack trace>`).
+    // Pathological links (the Pantheon's scenarios 7-18). Token-bucket policers, as the
+    // Pantheon built them: mahimahi's `mm-link` with a constant trace of 12, 60 or 108 Mbit/s
+    // (a trace of one, five or nine lines "1": that many 1500-byte opportunities each ms) in
+    // both directions, each with `droptail packets=1`, under `mm-delay 10` or `50`. The bucket
+    // is the trace's millisecond of opportunities (unused ones are lost, as mahimahi's), the
+    // depth the 1-packet queue: no burst parameter exists to choose.
+    Preset {
+        name: "pantheon:policer-12mbps-20ms",
+        summary: "token-bucket policer: 12mbps.trace (1 opportunity each ms), 20 ms RTT, 1-packet droptail both ways",
+        source: OBSERVATORY,
+        keys: &[
+            ("trace", Trace("12mbps.trace")),
+            ("reverse_trace", Trace("12mbps.trace")),
+            ("delay", Str("10ms")),
+            ("queue", Int(1)),
+        ],
+        reverse: &[("queue", Int(1))],
+    },
+    Preset {
+        name: "pantheon:policer-12mbps-100ms",
+        summary: "token-bucket policer: 12mbps.trace (1 opportunity each ms), 100 ms RTT, 1-packet droptail both ways",
+        source: OBSERVATORY,
+        keys: &[
+            ("trace", Trace("12mbps.trace")),
+            ("reverse_trace", Trace("12mbps.trace")),
+            ("delay", Str("50ms")),
+            ("queue", Int(1)),
+        ],
+        reverse: &[("queue", Int(1))],
+    },
+    Preset {
+        name: "pantheon:policer-60mbps-20ms",
+        summary: "token-bucket policer: 60mbps.trace (5 opportunities each ms), 20 ms RTT, 1-packet droptail both ways",
+        source: OBSERVATORY,
+        keys: &[
+            ("trace", Trace("60mbps.trace")),
+            ("reverse_trace", Trace("60mbps.trace")),
+            ("delay", Str("10ms")),
+            ("queue", Int(1)),
+        ],
+        reverse: &[("queue", Int(1))],
+    },
+    Preset {
+        name: "pantheon:policer-60mbps-100ms",
+        summary:
+            "token-bucket policer: 60mbps.trace (5 opportunities each ms), 100 ms RTT, 1-packet droptail both ways",
+        source: OBSERVATORY,
+        keys: &[
+            ("trace", Trace("60mbps.trace")),
+            ("reverse_trace", Trace("60mbps.trace")),
+            ("delay", Str("50ms")),
+            ("queue", Int(1)),
+        ],
+        reverse: &[("queue", Int(1))],
+    },
+    Preset {
+        name: "pantheon:policer-108mbps-20ms",
+        summary:
+            "token-bucket policer: 108mbps.trace (9 opportunities each ms), 20 ms RTT, 1-packet droptail both ways",
+        source: OBSERVATORY,
+        keys: &[
+            ("trace", Trace("108mbps.trace")),
+            ("reverse_trace", Trace("108mbps.trace")),
+            ("delay", Str("10ms")),
+            ("queue", Int(1)),
+        ],
+        reverse: &[("queue", Int(1))],
+    },
+    Preset {
+        name: "pantheon:policer-108mbps-100ms",
+        summary:
+            "token-bucket policer: 108mbps.trace (9 opportunities each ms), 100 ms RTT, 1-packet droptail both ways",
+        source: OBSERVATORY,
+        keys: &[
+            ("trace", Trace("108mbps.trace")),
+            ("reverse_trace", Trace("108mbps.trace")),
+            ("delay", Str("50ms")),
+            ("queue", Int(1)),
+        ],
+        reverse: &[("queue", Int(1))],
+    },
+    // ACK aggregation: a 12 Mbit/s data link at 20 ms RTT whose ACK link delivers only at the
+    // trace's opportunities, so ACKs arrive in bursts (mahimahi `mm-link 12mbps.trace <ack
+    // trace>`).
     Preset {
         name: "pantheon:ack-aggregation-100ms",
         summary: "12 Mbit/s, 20 ms RTT; the ACK link delivers once every 100 ms (0.12mbps.trace)",
         source: OBSERVATORY,
         keys: &[("rate", Str("12Mbps")), ("delay", Str("10ms")), ("reverse_trace", Trace("0.12mbps.trace"))],
+        reverse: &[],
     },
     Preset {
         name: "pantheon:ack-aggregation-10-every-200",
         summary: "12 Mbit/s, 20 ms RTT; the ACK link delivers ten at a time every 200 ms",
         source: OBSERVATORY,
         keys: &[("rate", Str("12Mbps")), ("delay", Str("10ms")), ("reverse_trace", Trace("10-every-200.trace"))],
+        reverse: &[],
     },
     // Shallow buffers: 12 Mbit/s at 60 ms RTT (BDP = 90,000 bytes), droptail of a tenth, a
     // third, a half and one BDP in bytes.
@@ -188,24 +292,28 @@ pub const PRESETS: &[Preset] = &[
         summary: "12 Mbit/s, 60 ms RTT, droptail of 9000 bytes (BDP/10)",
         source: OBSERVATORY,
         keys: &[("rate", Str("12Mbps")), ("delay", Str("30ms")), ("queue", Str("9000B"))],
+        reverse: &[],
     },
     Preset {
         name: "pantheon:buffer-0.33bdp",
         summary: "12 Mbit/s, 60 ms RTT, droptail of 30000 bytes (BDP/3)",
         source: OBSERVATORY,
         keys: &[("rate", Str("12Mbps")), ("delay", Str("30ms")), ("queue", Str("30000B"))],
+        reverse: &[],
     },
     Preset {
         name: "pantheon:buffer-0.5bdp",
         summary: "12 Mbit/s, 60 ms RTT, droptail of 45000 bytes (BDP/2)",
         source: OBSERVATORY,
         keys: &[("rate", Str("12Mbps")), ("delay", Str("30ms")), ("queue", Str("45000B"))],
+        reverse: &[],
     },
     Preset {
         name: "pantheon:buffer-1bdp",
         summary: "12 Mbit/s, 60 ms RTT, droptail of 90000 bytes (1 BDP)",
         source: OBSERVATORY,
         keys: &[("rate", Str("12Mbps")), ("delay", Str("30ms")), ("queue", Str("90000B"))],
+        reverse: &[],
     },
 ];
 
@@ -223,20 +331,56 @@ pub fn trace_dir() -> PathBuf {
     }
 }
 
-/// Whether the scenario's own `key` takes the place of the preset's `preset_key`.
-fn overridden(link: &toml::Table, preset_key: &str) -> bool {
-    link.contains_key(preset_key)
+/// Whether the scenario's own keys take the place of the preset's `preset_key` (a path below
+/// `[link]`, or below `[reverse]` when `reverse`).
+fn overridden(scenario: &toml::Table, reverse: bool, preset_key: &str) -> bool {
+    let table = |name: &str| scenario.get(name).and_then(toml::Value::as_table);
+    let has = |name: &str, key: &str| table(name).is_some_and(|t| t.contains_key(key));
+    let nested = |name: &str, path: &str| {
+        let mut at = table(name);
+        let mut parts = path.split('.').peekable();
+        while let (Some(t), Some(part)) = (at, parts.next()) {
+            if parts.peek().is_none() {
+                return t.contains_key(part);
+            }
+            at = t.get(part).and_then(toml::Value::as_table);
+        }
+        false
+    };
+    if reverse {
+        return nested("reverse", preset_key)
+            // The ACK link's delivery process is either a trace or a rate.
+            || (preset_key == "rate" && has("link", "reverse_trace"));
+    }
+    nested("link", preset_key)
         || match preset_key {
             // A trace fixes both the rate and when deliveries happen; a rate replaces a trace.
-            "rate" | "delivery" => link.contains_key("trace"),
-            "trace" => link.contains_key("rate"),
+            "rate" | "delivery" => has("link", "trace"),
+            "trace" => has("link", "rate"),
+            "reverse_trace" => has("reverse", "rate"),
             _ => false,
         }
 }
 
-/// Fills `[link]` from its `preset`, if it names one (see the module comment).
+/// Puts `value` at the dotted `path` below `table`, making the tables on the way.
+fn insert_path(table: &mut toml::Table, path: &str, value: toml::Value) {
+    match path.split_once('.') {
+        None => {
+            table.insert(path.to_string(), value);
+        }
+        Some((head, rest)) => {
+            let slot = table.entry(head.to_string()).or_insert_with(|| toml::Value::Table(Default::default()));
+            if let toml::Value::Table(t) = slot {
+                insert_path(t, rest, value);
+            }
+        }
+    }
+}
+
+/// Fills `[link]` (and `[reverse]`) from the link's `preset`, if it names one (see the module
+/// comment).
 pub fn apply(table: &mut toml::Table, src: &Source) -> Result<(), ScenarioErrors> {
-    let Some(toml::Value::Table(link)) = table.get_mut("link") else {
+    let Some(toml::Value::Table(link)) = table.get("link") else {
         return Ok(());
     };
     let Some(value) = link.get("preset") else {
@@ -255,9 +399,15 @@ pub fn apply(table: &mut toml::Table, src: &Source) -> Result<(), ScenarioErrors
             names.join(", ")
         )));
     };
+    if table.get("reverse").is_some_and(|r| !r.is_table()) {
+        // Left for the type check to report, which names what `[reverse]` accepts.
+        return Ok(());
+    }
     let mut errors: Vec<ScenarioError> = Vec::new();
-    for (key, value) in preset.keys {
-        if overridden(link, key) {
+    let mut fills: Vec<(bool, &str, toml::Value)> = Vec::new();
+    let keys = preset.keys.iter().map(|(k, v)| (false, k, v)).chain(preset.reverse.iter().map(|(k, v)| (true, k, v)));
+    for (reverse, key, value) in keys {
+        if overridden(table, reverse, key) {
             continue;
         }
         let value = match *value {
@@ -282,7 +432,14 @@ pub fn apply(table: &mut toml::Table, src: &Source) -> Result<(), ScenarioErrors
                 toml::Value::String(path.display().to_string())
             }
         };
-        link.insert((*key).to_string(), value);
+        fills.push((reverse, key, value));
+    }
+    for (reverse, key, value) in fills {
+        let at = if reverse { "reverse" } else { "link" };
+        let slot = table.entry(at).or_insert_with(|| toml::Value::Table(Default::default()));
+        if let toml::Value::Table(t) = slot {
+            insert_path(t, key, value);
+        }
     }
     if errors.is_empty() {
         Ok(())
@@ -360,6 +517,63 @@ mod tests {
             let bdp = s.link.rate.unwrap().bytes_per_sec() * 2.0 * s.link.delay.secs();
             assert!((bdp - 90_000.0).abs() < 1.0, "{bdp}");
         }
+    }
+
+    #[test]
+    fn the_policer_presets_are_the_observatorys_mm_link() {
+        // experiments.yml: `mm-delay D mm-link T T --uplink-queue=droptail
+        // --uplink-queue-args=packets=1 --downlink-queue=droptail --downlink-queue-args=packets=1`,
+        // T the 12/60/108 Mbit/s trace of 1/5/9 lines "1".
+        for (rate, lines) in [(12, 1), (60, 5), (108, 9)] {
+            for (rtt, delay) in [(20, 10), (100, 50)] {
+                let name = format!("pantheon:policer-{rate}mbps-{rtt}ms");
+                let s = parse(&format!("preset = \"{name}\"")).unwrap();
+                let trace = s.link.trace.clone().unwrap();
+                assert_eq!(s.link.reverse_trace.as_ref(), Some(&trace), "{name}: the same trace both ways");
+                let text = std::fs::read_to_string(&trace).unwrap();
+                assert_eq!(text.lines().collect::<Vec<_>>(), vec!["1"; lines], "{name}");
+                // mahimahi's rate of a trace: lines × 12,000 bits per period (1 ms).
+                assert_eq!(lines as u64 * 12_000 * 1000, rate * 1_000_000);
+                assert_eq!(s.link.delay, Dur::from_millis(delay));
+                assert_eq!(s.link.queue, QueueSize::Packets(1));
+                assert_eq!(s.reverse.queue, Some(QueueSize::Packets(1)));
+                assert_eq!(s.reverse.rate, None);
+                let again = Scenario::parse(&s.to_toml(), "again.toml").unwrap();
+                assert_eq!(again.reverse, s.reverse, "{name}: the reverse queue is written out");
+            }
+        }
+    }
+
+    #[test]
+    fn written_reverse_keys_override_the_preset() {
+        let text = "[link]\npreset = \"pantheon:policer-12mbps-20ms\"\n[reverse]\nqueue = 10\ndelay = \"30ms\"\n\n\
+                    [[flows]]\nscheme = \"cubic\"\n";
+        let s = Scenario::parse(text, "t.toml").unwrap();
+        assert_eq!(s.reverse.queue, Some(QueueSize::Packets(10)));
+        assert_eq!(s.reverse.delay, Some(Dur::from_millis(30)));
+        // A rate for the ACK link replaces the preset's reverse trace (not both: an error).
+        let text = "[link]\npreset = \"pantheon:policer-12mbps-20ms\"\n[reverse]\nrate = \"1Mbps\"\n\n\
+                    [[flows]]\nscheme = \"cubic\"\n";
+        let s = Scenario::parse(text, "t.toml").unwrap();
+        assert_eq!(s.link.reverse_trace, None);
+        assert_eq!(s.reverse.rate, Some(Rate(1_000_000)));
+        assert_eq!(s.reverse.queue, Some(QueueSize::Packets(1)), "the preset's queue still applies");
+    }
+
+    #[test]
+    fn dotted_keys_fill_nested_tables_unless_written() {
+        // How a preset would give `[link.token_bucket]`: a written key of the table wins, the
+        // preset fills the others.
+        let mut table: toml::Table = toml::from_str("[link.token_bucket]\nburst = \"3000B\"\n").unwrap();
+        assert!(overridden(&table, false, "token_bucket.burst"));
+        assert!(!overridden(&table, false, "token_bucket.rate"));
+        assert!(!overridden(&table, true, "queue"));
+        let link = table.get_mut("link").unwrap().as_table_mut().unwrap();
+        insert_path(link, "token_bucket.rate", toml::Value::String("12Mbps".into()));
+        insert_path(link, "queue", toml::Value::Integer(3));
+        let expected: toml::Table =
+            toml::from_str("[link]\nqueue = 3\n[link.token_bucket]\nburst = \"3000B\"\nrate = \"12Mbps\"\n").unwrap();
+        assert_eq!(table, expected);
     }
 
     #[test]

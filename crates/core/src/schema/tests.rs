@@ -147,6 +147,7 @@ fn packets_move_out_column_by_column() {
             enqueued: 20 + i,
             dequeued: 30 + i,
             retransmission: i == 0,
+            seq: 7 * i as u32,
         });
     }
     let expected = log.clone();
@@ -161,6 +162,7 @@ fn packets_move_out_column_by_column() {
     assert_eq!(c.get("enqueued_ns"), Some(&Data::U64(expected.enqueued)));
     assert_eq!(c.get("dequeued_ns"), Some(&Data::U64(expected.dequeued)));
     assert_eq!(c.get("retransmission"), Some(&Data::Bool(expected.retransmission)));
+    assert_eq!(c.get("seq"), Some(&Data::U32(vec![0, 7, 14])));
     let codes: Vec<_> = c.0.iter().filter(|v| !v.codes.is_empty()).map(|v| (v.name, v.codes)).collect();
     assert_eq!(codes, [("kind", &PacketKind::NAMES[..]), ("fate", &Fate::NAMES[..])]);
 }
@@ -180,6 +182,7 @@ fn values_match_their_declarations() {
         enqueued: 0,
         dequeued: 0,
         retransmission: false,
+        seq: 0,
     });
     let mut tr = crate::cctrace::CcTrace::default();
     tr.push(&crate::cctrace::Sample { vars: &[("bw", 1.0)], ..Default::default() });

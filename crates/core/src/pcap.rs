@@ -1,0 +1,219 @@
+//! The packet log as a pcap capture (`--pcap`), for Wireshark and tcpdump: what a capture on
+//! the senders' host would show. Every data packet appears when it was sent (dropped ones
+//! included: they left the sender), every delivered ACK when it reached the sender; a dropped
+//! ACK never did, so it is absent.
+//!
+//! Each packet is a synthetic IPv4 + TCP header of 52 bytes, as cclab counts headers (20 of IP,
+//! 32 of TCP with the timestamp option, `scenario::PACKET_BYTES − MSS`); the payload is not
+//! captured (the record's `orig_len` is the packet's size on the wire, as a capture with a
+//! 52-byte snap length writes). A data segment carries the record's `seq` as its sequence
+//! number, an ACK the record's `seq` as its acknowledgment number, so Wireshark's TCP sequence
+//! analysis (retransmissions, duplicate ACKs, bytes in flight) works. Flow `i` is
+//! 10.0.0.x:port → 10.255.0.1:5201, the sender's address and port counting up with `i`.
+//! SACK blocks, flags beyond ACK/PSH and the handshake are not modelled.
+
+use crate::record::{Fate, PacketKind, NEVER};
+use crate::scenario::{MSS, PACKET_BYTES};
+use std::io::{self, Write};
+
+/// pcap's magic for nanosecond timestamps (little-endian file).
+const MAGIC_NS: u32 = 0xa1b2_3c4d;
+/// LINKTYPE_RAW: each packet starts with its IP header.
+const LINKTYPE_RAW: u32 = 101;
+/// Bytes of headers each captured packet holds.
+pub const CAPTURED: usize = (PACKET_BYTES - MSS) as usize;
+const IP_HEADER: usize = 20;
+const TCP_HEADER: usize = CAPTURED - IP_HEADER;
+/// The receivers' address (10.255.0.1) and port (iperf's).
+const RECEIVER_ADDR: u32 = 0x0aff_0001;
+const RECEIVER_PORT: u16 = 5201;
+/// Senders' ports run from this, one per flow, this many before the address moves on.
+const FIRST_PORT: u32 = 10_000;
+const PORTS_PER_ADDR: u32 = 50_000;
+
+const TCP_ACK: u8 = 0x10;
+const TCP_PSH: u8 = 0x08;
+
+/// The packet table's columns a capture needs, all of one length (`analyze`'s layout).
+#[derive(Clone, Copy, Debug)]
+pub struct CaptureColumns<'a> {
+    pub flow: &'a [u32],
+    pub kind: &'a [u8],
+    pub size: &'a [u32],
+    pub sent: &'a [u64],
+    pub arrived: &'a [u64],
+    pub fate: &'a [u8],
+    pub seq: &'a [u32],
+}
+
+impl CaptureColumns<'_> {
+    fn len(&self) -> Result<usize, String> {
+        let n = self.flow.len();
+        let lens = [
+            ("kind", self.kind.len()),
+            ("size", self.size.len()),
+            ("sent_ns", self.sent.len()),
+            ("arrived_ns", self.arrived.len()),
+            ("fate", self.fate.len()),
+            ("seq", self.seq.len()),
+        ];
+        match lens.iter().find(|(_, l)| *l != n) {
+            Some((name, l)) => Err(format!("column `{name}` has {l} rows, `flow` has {n}")),
+            None => Ok(n),
+        }
+    }
+}
+
+/// The sender's address and port of flow `flow`.
+fn sender_of(flow: u32) -> (u32, u16) {
+    (0x0a00_0001 + flow / PORTS_PER_ADDR, (FIRST_PORT + flow % PORTS_PER_ADDR) as u16)
+}
+
+/// The Internet checksum (RFC 1071) of `bytes`.
+fn checksum(bytes: &[u8]) -> u16 {
+    let mut sum: u32 = bytes.chunks(2).map(|c| u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)]) as u32).sum();
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    !(sum as u16)
+}
+
+/// The 52 captured bytes of one packet.
+fn headers(flow: u32, data: bool, size: u32, seq: u32, time: u64) -> [u8; CAPTURED] {
+    let mut h = [0u8; CAPTURED];
+    let (sender, sport) = sender_of(flow);
+    let (src, dst, sp, dp) = if data {
+        (sender, RECEIVER_ADDR, sport, RECEIVER_PORT)
+    } else {
+        (RECEIVER_ADDR, sender, RECEIVER_PORT, sport)
+    };
+    // IPv4 (RFC 791): version 4, 5 words, total length, DF, TTL 64, TCP.
+    h[0] = 0x45;
+    h[2..4].copy_from_slice(&(size.min(u16::MAX as u32) as u16).to_be_bytes());
+    h[6] = 0x40;
+    h[8] = 64;
+    h[9] = 6;
+    h[12..16].copy_from_slice(&src.to_be_bytes());
+    h[16..20].copy_from_slice(&dst.to_be_bytes());
+    let sum = checksum(&h[..IP_HEADER]);
+    h[10..12].copy_from_slice(&sum.to_be_bytes());
+    // TCP (RFC 9293 §3.1): the receiver sends no data, so its sequence number stays 0 and the
+    // sender acknowledges nothing beyond it.
+    let t = &mut h[IP_HEADER..];
+    t[0..2].copy_from_slice(&sp.to_be_bytes());
+    t[2..4].copy_from_slice(&dp.to_be_bytes());
+    let (seq_field, ack_field) = if data { (seq, 0) } else { (0, seq) };
+    t[4..8].copy_from_slice(&seq_field.to_be_bytes());
+    t[8..12].copy_from_slice(&ack_field.to_be_bytes());
+    t[12] = ((TCP_HEADER / 4) as u8) << 4;
+    t[13] = if data && size as usize > CAPTURED { TCP_ACK | TCP_PSH } else { TCP_ACK };
+    t[14..16].copy_from_slice(&u16::MAX.to_be_bytes());
+    // Options: NOP, NOP, timestamps (RFC 7323 §3: kind 8, length 10) with TSval in µs.
+    t[20] = 1;
+    t[21] = 1;
+    t[22] = 8;
+    t[23] = 10;
+    t[24..28].copy_from_slice(&((time / 1000) as u32).to_be_bytes());
+    h
+}
+
+/// Writes the capture of `cols` to `out`; returns the number of packets written.
+pub fn write(out: impl Write, cols: &CaptureColumns) -> io::Result<usize> {
+    let n = cols.len().map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+    // (time, row): data when sent, delivered ACKs when they arrived; ties in table order.
+    let mut order: Vec<(u64, usize)> = (0..n)
+        .filter_map(|i| match cols.kind[i] {
+            k if k == PacketKind::Data as u8 => Some((cols.sent[i], i)),
+            k if k == PacketKind::Ack as u8 && cols.fate[i] == Fate::Delivered as u8 && cols.arrived[i] != NEVER => {
+                Some((cols.arrived[i], i))
+            }
+            _ => None,
+        })
+        .collect();
+    order.sort_unstable();
+    let mut out = io::BufWriter::new(out);
+    let mut global = Vec::with_capacity(24);
+    global.extend_from_slice(&MAGIC_NS.to_le_bytes());
+    global.extend_from_slice(&2u16.to_le_bytes());
+    global.extend_from_slice(&4u16.to_le_bytes());
+    global.extend_from_slice(&[0; 8]); // thiszone, sigfigs
+    global.extend_from_slice(&(CAPTURED as u32).to_le_bytes()); // snaplen
+    global.extend_from_slice(&LINKTYPE_RAW.to_le_bytes());
+    out.write_all(&global)?;
+    for &(time, i) in &order {
+        let data = cols.kind[i] == PacketKind::Data as u8;
+        let size = cols.size[i];
+        let mut rec = [0u8; 16];
+        rec[0..4].copy_from_slice(&((time / 1_000_000_000) as u32).to_le_bytes());
+        rec[4..8].copy_from_slice(&((time % 1_000_000_000) as u32).to_le_bytes());
+        let captured = (size as usize).min(CAPTURED);
+        rec[8..12].copy_from_slice(&(captured as u32).to_le_bytes());
+        rec[12..16].copy_from_slice(&size.to_le_bytes());
+        out.write_all(&rec)?;
+        out.write_all(&headers(cols.flow[i], data, size, cols.seq[i], time)[..captured])?;
+    }
+    out.flush()?;
+    Ok(order.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn u32_at(b: &[u8], at: usize) -> u32 {
+        u32::from_le_bytes(b[at..at + 4].try_into().unwrap())
+    }
+    fn be32(b: &[u8], at: usize) -> u32 {
+        u32::from_be_bytes(b[at..at + 4].try_into().unwrap())
+    }
+
+    #[test]
+    fn a_capture_shows_data_when_sent_and_acks_when_they_arrive() {
+        let d = PacketKind::Data as u8;
+        let a = PacketKind::Ack as u8;
+        let (ok, dropped) = (Fate::Delivered as u8, Fate::DropQueue as u8);
+        // Data at offsets 0 and 1448 (the second dropped), the ACK of the first, a dropped ACK.
+        let cols = CaptureColumns {
+            flow: &[0, 0, 0, 1],
+            kind: &[d, d, a, a],
+            size: &[1500, 1500, 52, 52],
+            sent: &[1_000, 2_000, 5_000, 6_000],
+            arrived: &[4_000, NEVER, 1_500_000_007, NEVER],
+            fate: &[ok, dropped, ok, dropped],
+            seq: &[0, 1448, 1448, 0],
+        };
+        let mut bytes = Vec::new();
+        assert_eq!(write(&mut bytes, &cols).unwrap(), 3, "the dropped ACK never reached the sender");
+        assert_eq!(u32_at(&bytes, 0), MAGIC_NS);
+        assert_eq!(u32_at(&bytes, 20), LINKTYPE_RAW);
+        let rec = |k: usize| &bytes[24 + k * (16 + CAPTURED)..24 + (k + 1) * (16 + CAPTURED)];
+        assert_eq!(bytes.len(), 24 + 3 * (16 + CAPTURED));
+        // Both data packets (the dropped one too) at their send times, then the ACK.
+        assert_eq!((u32_at(rec(0), 0), u32_at(rec(0), 4)), (0, 1_000));
+        assert_eq!((u32_at(rec(2), 0), u32_at(rec(2), 4)), (1, 500_000_007));
+        assert_eq!((u32_at(rec(0), 8), u32_at(rec(0), 12)), (52, 1500), "headers captured, size on the wire");
+        let (ip, tcp) = (&rec(1)[16..36], &rec(1)[36..]);
+        assert_eq!(checksum(ip), 0, "a valid IPv4 header checksums to zero");
+        assert_eq!(u16::from_be_bytes([ip[2], ip[3]]), 1500);
+        assert_eq!(be32(tcp, 4), 1448, "the data's sequence number is its stream offset");
+        // Payload = total length − 20 − 32 = 1448 = MSS: the next segment's sequence number
+        // follows on, so Wireshark sees no gap.
+        assert_eq!((tcp[12] >> 4) as usize * 4, 32);
+        let ack = &rec(2)[36..];
+        assert_eq!((be32(ack, 4), be32(ack, 8)), (0, 1448), "the ACK's acknowledgment number");
+        assert_eq!(ack[13], TCP_ACK);
+        // The ACK runs the other way, between the same ports.
+        assert_eq!(&rec(2)[28..32], &rec(0)[32..36]);
+        assert_eq!(&ack[0..2], &rec(0)[36 + 2..36 + 4]);
+    }
+
+    #[test]
+    fn flows_get_their_own_ports_and_mismatched_columns_are_refused() {
+        assert_eq!(sender_of(0), (0x0a00_0001, 10_000));
+        assert_eq!(sender_of(1), (0x0a00_0001, 10_001));
+        assert_eq!(sender_of(50_000), (0x0a00_0002, 10_000));
+        let cols = CaptureColumns { flow: &[0], kind: &[], size: &[], sent: &[], arrived: &[], fate: &[], seq: &[] };
+        let e = write(Vec::new(), &cols).unwrap_err();
+        assert!(e.to_string().contains("`kind` has 0 rows, `flow` has 1"), "{e}");
+    }
+}
