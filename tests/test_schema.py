@@ -39,6 +39,7 @@ def test_every_column_is_named_typed_and_documented() -> None:
         "requests",
         "fct",
         "middlebox",
+        "trace",
     }
     for table, columns in _core.SCHEMA.items():
         names = [name for name, *_ in columns]
@@ -66,6 +67,23 @@ def test_run_directory_files_follow_the_schema(tmp_path: Path) -> None:
     assert {name for name, *_ in _core.SCHEMA["stats"]} <= set(result.stats)
     assert list(result.packets["fate"].cat.categories) == _core.FATE_NAMES
     assert list(result.packets["kind"].cat.categories) == _core.KIND_NAMES
+
+
+def test_the_trace_file_follows_the_schema(tmp_path: Path) -> None:
+    run_dir = cclab.run(SMALL_DICT, trace=True).save(tmp_path / "run")
+    schema = pq.read_schema(run_dir / "trace.parquet")
+    # The declared columns first, then the controllers' own (the `cc_*` family), all float.
+    fixed = [c for c in _core.SCHEMA["trace"] if not c[0].endswith("*")]
+    assert schema.names[: len(fixed)] == [name for name, *_ in fixed]
+    for name, dtype, *_ in fixed:
+        arrow = schema.field(name).type
+        if name == "mode":
+            assert pa.types.is_dictionary(arrow)  # a categorical of the controllers' mode names
+        else:
+            assert str(arrow) == ARROW[dtype], name
+    extra = schema.names[len(fixed) :]
+    assert extra and all(n.startswith("cc_") for n in extra)
+    assert all(str(schema.field(n).type) == "double" for n in extra)
 
 
 def test_analysis_frames_have_the_run_columns() -> None:
