@@ -2,9 +2,9 @@
 //! process, each flow's delays and base RTT, and the random streams, so that every engine builds
 //! the same dumbbell from the same numbers.
 //!
-//! Data: sender → access delay (half the flow's extra RTT) → i.i.d. loss → bottleneck (queue
+//! Data: sender → host jitter (`[hosts]`) → access delay (half the flow's extra RTT) → i.i.d. loss → bottleneck (queue
 //! discipline + delivery process) → propagation delay (plus jitter, if any) → receiver. ACKs:
-//! receiver → reverse delay (plus the other half of the extra RTT) → the reverse bottleneck if
+//! receiver → host jitter → reverse delay (plus the other half of the extra RTT) → the reverse bottleneck if
 //! the link has a `reverse_trace` (an unbounded drop-tail queue drained by that trace, as
 //! mahimahi's `mm-link UP DOWN`) → sender; without one the reverse path is uncongested.
 
@@ -17,7 +17,7 @@ use crate::workload::{RequestPlan, RequestSource};
 use crate::FlowInfo;
 use cclab_core::metrics::{MetricsConfig, Schedule};
 use cclab_core::rng::{stream, Rng};
-use cclab_core::scenario::{Link, Middlebox, Scenario, Traffic};
+use cclab_core::scenario::{Link, Middlebox, Scenario, Traffic, PACKET_BYTES};
 use cclab_core::time::Time;
 use std::sync::Arc;
 
@@ -45,6 +45,9 @@ pub struct PathPlan {
     pub loss: f64,
     /// Delay from the bottleneck to the receivers, ns.
     pub prop_delay: Time,
+    /// Largest per-packet processing delay at each sending host (data) and receiving host
+    /// (ACKs), ns: `[hosts] jitter` resolved against the bottleneck rate; 0 without jitter.
+    pub host_jitter: Time,
     /// Largest extra delay drawn per packet on that line, ns (0: a constant delay).
     pub prop_jitter: Time,
     /// The ACK direction's delivery process, when the link has a reverse trace.
@@ -151,6 +154,7 @@ impl PathPlan {
             qdisc: QdiscSpec::from_link(link, &entries, service_rate),
             loss: link.loss,
             prop_delay: link.delay.ns(),
+            host_jitter: scenario.hosts.jitter.resolve(service_rate, PACKET_BYTES),
             prop_jitter: link.delay_jitter.ns(),
             reverse_service,
             reverse_delay,
@@ -227,6 +231,22 @@ impl PathPlan {
     /// Whether flow `id` is a connection of a request workload (its sender writes messages).
     pub fn carries_requests(&self, id: u32) -> bool {
         self.requests.iter().any(|r| r.connections.contains(&id))
+    }
+
+    /// Flow `id`'s line from its sender to the bottleneck: its host's processing jitter, then
+    /// its access delay (half its extra RTT). Instant without either.
+    pub fn access_line<P>(&self, id: u32) -> DelayLine<P> {
+        let f = &self.flows[id as usize];
+        let rng = Rng::derive(self.seed, stream::SEND_HOST + id as u64);
+        DelayLine::with_jitter(f.access_delay.unwrap_or(0), Jitter::new(self.host_jitter, rng))
+    }
+
+    /// Flow `id`'s ACK line from its receiver to the sender (or the reverse bottleneck): its
+    /// receiving host's processing jitter, then the reverse delay and the rest of its extra RTT.
+    pub fn ack_line<P>(&self, id: u32) -> DelayLine<P> {
+        let f = &self.flows[id as usize];
+        let rng = Rng::derive(self.seed, stream::RECV_HOST + id as u64);
+        DelayLine::with_jitter(f.reverse_delay, Jitter::new(self.host_jitter, rng))
     }
 
     /// The random stream of flow `id`'s sender.
