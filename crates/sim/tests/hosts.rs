@@ -7,13 +7,17 @@ use common::*;
 /// Three Cubic flows started a second apart through 12 Mbit/s, 20 ms RTT and a one-BDP
 /// drop-tail buffer: the issue-15 setup, shortened.
 fn staggered(seed: u64, jitter: &str, duration: &str) -> String {
+    staggered_with_delay(seed, jitter, duration, "10ms")
+}
+
+fn staggered_with_delay(seed: u64, jitter: &str, duration: &str, delay: &str) -> String {
     format!(
         r#"
         duration = "{duration}"
         seed = {seed}
         [link]
         rate = "12Mbps"
-        delay = "10ms"
+        delay = "{delay}"
         queue = "1bdp"
         [[flows]]
         scheme = "cubic"
@@ -78,4 +82,57 @@ fn jitter_never_reorders_a_flow() {
         reached += data.len();
     }
     assert!(reached > 1000, "{reached}");
+}
+
+/// The numbers behind the default (`[hosts] jitter = "auto"`), printed, not asserted:
+/// `cargo test --release -p cclab-sim --test hosts -- --ignored --nocapture`.
+#[test]
+#[ignore = "a measurement, minutes long"]
+fn measure_phase_lock() {
+    for delay in ["10ms", "20ms"] {
+        for jitter in ["0", "500us", "auto", "2ms"] {
+            for seed in 1..=5 {
+                let out = run(&scenario(&staggered_with_delay(seed, jitter, "150s", delay)), false);
+                let s: Vec<f64> = out.metrics.flows.iter().map(|f| f.throughput_mbps).collect();
+                println!("staggered cubic 150s one-way delay={delay} jitter={jitter} seed={seed}: {s:.2?}");
+            }
+        }
+    }
+    // IMC'21 EdgeScale: 100 Mbit/s, 3 MB drop-tail, 20 ms RTT, 10 Cubic vs 10 NewReno.
+    for jitter in ["0", "auto"] {
+        for seed in 1..=3 {
+            let text = format!(
+                r#"
+                duration = "60s"
+                seed = {seed}
+                [link]
+                rate = "100Mbps"
+                delay = "10ms"
+                queue = "3MB"
+                [[flows]]
+                scheme = "cubic"
+                count = 10
+                every = "100ms"
+                [[flows]]
+                scheme = "newreno"
+                count = 10
+                every = "100ms"
+                [hosts]
+                jitter = "{jitter}"
+                "#
+            );
+            let out = run(&scenario(&text), false);
+            let t: Vec<f64> = out.metrics.flows.iter().map(|f| f.throughput_mbps).collect();
+            let cubic: f64 = t[..10].iter().sum();
+            let all: f64 = t.iter().sum();
+            println!("10 cubic vs 10 newreno jitter={jitter} seed={seed}: cubic share {:.1}%", 100.0 * cubic / all);
+        }
+    }
+    let text = std::fs::read_to_string(repo_root().join("scenarios/pantheon-1flow.toml")).unwrap();
+    for jitter in ["0", "auto"] {
+        let t = text.replace("scheme = \"cubic\"", "scheme = \"bbr\"") + &format!("\n[hosts]\njitter = \"{jitter}\"\n");
+        let out = run(&scenario(&t), false);
+        let f = &out.metrics.flows[0];
+        println!("pantheon-1flow bbr jitter={jitter}: {:.2} Mbit/s p95 {:.2} ms", f.throughput_mbps, f.delay_p95_ms);
+    }
 }
