@@ -83,4 +83,9 @@ pub mod stream {
     pub const REQUESTS: u64 = 500;
     /// Flow `i`'s sender draws from `FLOW + i`.
     pub const FLOW: u64 = 1000;
+    /// Flow `i`'s sending host's processing jitter (`[hosts] jitter`, on its data packets)
+    /// draws from `SEND_HOST + i`.
+    pub const SEND_HOST: u64 = 2_000_000;
+    /// Flow `i`'s receiving host's processing jitter (on its ACKs) draws from `RECV_HOST + i`.
+    pub const RECV_HOST: u64 = 3_000_000;
 }

@@ -9,8 +9,10 @@
 use crate::units::{Bytes, Dur, QueueSize, Rate};
 pub use queues::{CodelParams, FqCodelParams, PieParams, PrioBy, PrioParams, RedParams, SfqParams, TokenBucketParams};
 
+pub mod hosts;
 pub mod middlebox;
 pub mod workload;
+pub use hosts::{HostJitter, Hosts};
 pub use middlebox::{BundleController, Middlebox};
 
 pub mod resources;
@@ -55,6 +57,9 @@ pub struct Scenario {
     /// Bundler's inbox/outbox around the bottleneck (scenario/middlebox.rs); off when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub middlebox: Option<Middlebox>,
+    /// The end hosts' per-packet processing jitter (scenario/hosts.rs); simulator only.
+    #[serde(default, skip_serializing_if = "Hosts::is_default")]
+    pub hosts: Hosts,
     #[serde(default)]
     pub output: Output,
 }

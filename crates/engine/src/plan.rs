@@ -2,12 +2,13 @@
 //! process, each flow's delays and base RTT, and the random streams, so that every engine builds
 //! the same dumbbell from the same numbers.
 //!
-//! Data: sender → access delay (half the flow's extra RTT) → i.i.d. loss → bottleneck (queue
-//! discipline + delivery process) → propagation delay (plus jitter, if any) → receiver. ACKs:
-//! receiver → reverse delay (plus the other half of the extra RTT) → the reverse bottleneck if
-//! the ACK direction has a delivery process (`link.reverse_trace`, as mahimahi's `mm-link UP
-//! DOWN`, or `reverse.rate`): a drop-tail queue, unbounded unless `reverse.queue`, drained by
-//! it → sender; without one the reverse path is uncongested.
+//! Data: sender → host jitter (`[hosts]`) → access delay (half the flow's extra RTT) → i.i.d.
+//! loss → bottleneck (queue discipline + delivery process) → propagation delay (plus jitter, if
+//! any) → receiver. ACKs: receiver → host jitter → reverse delay (plus the other half of the
+//! extra RTT) → the reverse bottleneck if the ACK direction has a delivery process
+//! (`link.reverse_trace`, as mahimahi's `mm-link UP DOWN`, or `reverse.rate`): a drop-tail
+//! queue, unbounded unless `reverse.queue`, drained by it → sender; without one the reverse path
+//! is uncongested.
 
 use crate::bottleneck::Bottleneck;
 use crate::delivery::{Service, Trace};
@@ -18,7 +19,7 @@ use crate::workload::{RequestPlan, RequestSource};
 use crate::FlowInfo;
 use cclab_core::metrics::{MetricsConfig, Schedule};
 use cclab_core::rng::{stream, Rng};
-use cclab_core::scenario::{Link, Middlebox, Scenario, Traffic};
+use cclab_core::scenario::{Link, Middlebox, Scenario, Traffic, PACKET_BYTES};
 use cclab_core::time::Time;
 use std::sync::Arc;
 
@@ -46,6 +47,9 @@ pub struct PathPlan {
     pub loss: f64,
     /// Delay from the bottleneck to the receivers, ns.
     pub prop_delay: Time,
+    /// Largest per-packet processing delay at each sending host (data) and receiving host
+    /// (ACKs), ns: `[hosts] jitter` resolved against the bottleneck rate; 0 without jitter.
+    pub host_jitter: Time,
     /// Largest extra delay drawn per packet on that line, ns (0: a constant delay).
     pub prop_jitter: Time,
     /// The ACK direction's delivery process, when it has one (a reverse trace or rate).
@@ -160,6 +164,7 @@ impl PathPlan {
             qdisc: QdiscSpec::from_link(link, &entries, service_rate),
             loss: link.loss,
             prop_delay: link.delay.ns(),
+            host_jitter: scenario.hosts.jitter.resolve(service_rate, PACKET_BYTES),
             prop_jitter: link.delay_jitter.ns(),
             reverse_service,
             reverse_limit,
@@ -237,6 +242,22 @@ impl PathPlan {
     /// Whether flow `id` is a connection of a request workload (its sender writes messages).
     pub fn carries_requests(&self, id: u32) -> bool {
         self.requests.iter().any(|r| r.connections.contains(&id))
+    }
+
+    /// Flow `id`'s line from its sender to the bottleneck: its host's processing jitter, then
+    /// its access delay (half its extra RTT). Instant without either.
+    pub fn access_line<P>(&self, id: u32) -> DelayLine<P> {
+        let f = &self.flows[id as usize];
+        let rng = Rng::derive(self.seed, stream::SEND_HOST + id as u64);
+        DelayLine::with_jitter(f.access_delay.unwrap_or(0), Jitter::new(self.host_jitter, rng))
+    }
+
+    /// Flow `id`'s ACK line from its receiver to the sender (or the reverse bottleneck): its
+    /// receiving host's processing jitter, then the reverse delay and the rest of its extra RTT.
+    pub fn ack_line<P>(&self, id: u32) -> DelayLine<P> {
+        let f = &self.flows[id as usize];
+        let rng = Rng::derive(self.seed, stream::RECV_HOST + id as u64);
+        DelayLine::with_jitter(f.reverse_delay, Jitter::new(self.host_jitter, rng))
     }
 
     /// The random stream of flow `id`'s sender.

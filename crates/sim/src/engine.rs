@@ -1,8 +1,8 @@
 //! The discrete-event loop: a dumbbell of flows through one bottleneck.
 //!
 //! The path is `cclab_engine`'s (its stages, resolved once by `PathPlan`): data go sender →
-//! access delay → random loss → bottleneck → propagation delay (and jitter) → receiver, ACKs go
-//! receiver → reverse delay → the reverse bottleneck (with a reverse trace) → sender. This file
+//! host jitter and access delay → random loss → bottleneck → propagation delay (and jitter) → receiver, ACKs go
+//! receiver → host jitter and reverse delay → the reverse bottleneck (with a reverse trace) → sender. This file
 //! is the clock: an event heap in virtual time.
 //!
 //! Delay lines are FIFO queues with one pending event for their head, so the event heap holds
@@ -561,11 +561,14 @@ pub fn simulate(
         // loop below already runs for delayed ACKs, runs the agent's too.
         let agent =
             cclab_cc::agent::build(spec, MSS).map_err(|e| SimError::Input(format!("flows[{}]: {e}", fp.spec)))?;
-        let access = fp.access_delay.map(|d| {
-            pipes.push(Pipe { line: DelayLine::new(d), dest: Dest::Bottleneck });
+        // The host's jitter and the access delay share one in-order line; a flow with neither
+        // skips it.
+        let line = plan.access_line(fp.info.id);
+        let access = (!line.is_instant()).then(|| {
+            pipes.push(Pipe { line, dest: Dest::Bottleneck });
             pipes.len() as u32 - 1
         });
-        pipes.push(Pipe { line: DelayLine::new(fp.reverse_delay), dest: ack_dest });
+        pipes.push(Pipe { line: plan.ack_line(fp.info.id), dest: ack_dest });
         let reverse = pipes.len() as u32 - 1;
         let cfg = SenderConfig {
             mss: MSS,

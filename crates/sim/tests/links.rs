@@ -248,6 +248,8 @@ fn delay_jitter_spreads_one_way_delay_without_reordering() {
             [[flows]]
             scheme = "fixed"
             cwnd = 1
+            [hosts]
+            jitter = "0" # only the link's jitter: a constant path has one delay
             "#
         )
     };

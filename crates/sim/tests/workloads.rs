@@ -25,6 +25,8 @@ fn one_request_on_an_idle_link_takes_its_transfer_time_plus_one_rtt() {
         load = "1Mbps"
         connections = 3
         max_requests = 1
+        [hosts]
+        jitter = "0" # the exact transfer time below assumes no host delay
         "#
         .replace("CDF_PLACEHOLDER", &one_size_cdf(7240))
         .as_str(),
@@ -121,6 +123,11 @@ fn the_inbox_moves_the_standing_queue_from_the_bottleneck_to_itself() {
         [[flows]]
         scheme = "cubic"
         count = 4
+        # OPEN (issue 15): with the default host jitter (125 us at 96 Mbit/s) the inbox's
+        # throughput fell to 70.6 Mbit/s (< 0.85 x 96); not yet understood, so this test keeps
+        # the phase-clean path it was written for until someone investigates.
+        [hosts]
+        jitter = "0"
         "#;
     // Mean bottleneck sojourn (dequeue − enqueue) of data packets served in the last 10 s, ms.
     let bottleneck_sojourn = |out: &cclab_sim::RunOutput| {
