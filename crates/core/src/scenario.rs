@@ -14,6 +14,8 @@ pub mod workload;
 pub use middlebox::{BundleController, Middlebox};
 
 pub mod resources;
+pub mod transport;
+pub use transport::{RtoModel, Transport};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -55,6 +57,9 @@ pub struct Scenario {
     /// Bundler's inbox/outbox around the bottleneck (scenario/middlebox.rs); off when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub middlebox: Option<Middlebox>,
+    /// Which of Linux's transport details the simulated transport models (scenario/transport.rs).
+    #[serde(default)]
+    pub transport: Transport,
     #[serde(default)]
     pub output: Output,
 }
@@ -838,6 +843,9 @@ impl Scenario {
         }
         if let Some(m) = &self.middlebox {
             m.check(src, &mut errs);
+        }
+        if self.transport.rto_max.0 == 0 {
+            errs.push(src.error("transport.rto_max", "must be positive (Linux's TCP_RTO_MAX is \"120s\")"));
         }
         if self.output.bin.0 == 0 || self.output.jain_bucket.0 == 0 {
             errs.push(src.error("output", "bin widths must be positive"));

@@ -425,7 +425,8 @@ pub fn run(
                     let rng = path.flow_rng(p.id);
                     s.spawn(move || {
                         let when = udp::Schedule { clock, start: p.start, stop_at: p.stop, rt: endpoint_rt };
-                        let r = ns.enter().and_then(|_| udp::send(spec, p.port, rng, when, &stop));
+                        let transport = &scenario.transport;
+                        let r = ns.enter().and_then(|_| udp::send(spec, transport, p.port, rng, when, &stop));
                         match r {
                             Ok(st) => FlowEnd { local_drops: st.local_drops, ..Default::default() },
                             Err(e) => {

@@ -245,8 +245,9 @@ fn a_late_ack_below_the_largest_acked_changes_nothing() {
 #[test]
 fn rto_is_srtt_plus_four_rttvar_clamped_by_min_rto_and_doubles_on_backoff() {
     // RFC 6298 §2.2–2.4 (RTO = SRTT + max(G, 4·RTTVAR), at least the minimum RTO), §5.5 (back
-    // off by doubling), §5.1 (armed when data is sent and the timer is not running).
-    let mut h = Harness::new(100);
+    // off by doubling), §5.1 (armed when data is sent and the timer is not running), as
+    // `[transport] rto = "rfc6298"` computes it.
+    let mut h = Harness::with(100, SenderConfig { rto: RtoModel::Rfc6298, ..Default::default() });
     h.send(0, 1);
     assert_eq!(h.s.next_timeout(), Some(SEC), "RFC 6298 §2.1: 1 s before any RTT sample");
     h.ack(100 * MS, &[(0, 1)]); // srtt 100, rttvar 50: RTO 300 ms
@@ -284,23 +285,30 @@ fn rto_is_srtt_plus_four_rttvar_clamped_by_min_rto_and_doubles_on_backoff() {
 #[test]
 fn rto_never_goes_below_the_minimum() {
     // RFC 6298 §2.4 with Linux's 200 ms floor (`min_rto` here): a 10 ms path still waits 200 ms.
-    let mut h = Harness::new(100);
+    let mut h = Harness::with(100, SenderConfig { rto: RtoModel::Rfc6298, ..Default::default() });
     h.send(0, 1);
     h.ack(10 * MS, &[(0, 1)]); // srtt 10 ms, rttvar 5 ms: 30 ms unclamped
     h.send(10 * MS, 1);
     assert_eq!(h.s.next_timeout(), Some(10 * MS + 200 * MS));
-    let mut h = Harness::with(100, SenderConfig { min_rto: 50 * MS, ..Default::default() });
+    let mut h =
+        Harness::with(100, SenderConfig { min_rto: 50 * MS, rto: RtoModel::Rfc6298, ..Default::default() });
     h.send(0, 1);
     h.ack(10 * MS, &[(0, 1)]);
     h.send(10 * MS, 1);
     assert_eq!(h.s.next_timeout(), Some(10 * MS + 50 * MS), "the floor is the configured one");
+    // Linux (tcp_set_rto: srtt + rttvar_us, rttvar_us ≥ tcp_rto_min) adds the floor to srtt.
+    let mut h = Harness::with(100, SenderConfig { min_rto: 50 * MS, ..Default::default() });
+    h.send(0, 1);
+    h.ack(10 * MS, &[(0, 1)]);
+    h.send(10 * MS, 1);
+    assert_eq!(h.s.next_timeout(), Some(10 * MS + 10 * MS + 50 * MS), "srtt + rto_min");
 }
 
 #[test]
-fn backoff_doubles_up_to_a_60_s_cap() {
+fn backoff_doubles_up_to_the_configured_cap() {
     // RFC 6298 §5.5 (double on every expiry) and §2.5 (a maximum MAY be placed on RTO provided
-    // it is at least 60 s).
-    let mut h = Harness::new(100);
+    // it is at least 60 s); Linux's cap is TCP_RTO_MAX (120 s), here set to 60 s.
+    let mut h = Harness::with(100, SenderConfig { rto: RtoModel::Rfc6298, rto_max: 60 * SEC, ..Default::default() });
     h.send(0, 1);
     h.ack(100 * MS, &[(0, 1)]); // RTO 300 ms
     h.send(100 * MS, 1);
