@@ -575,6 +575,24 @@ mod tests {
         d
     }
 
+    /// tcp_cubic.c: bictcp_recalc_ssthresh records loss_cwnd = cwnd and bictcp_undo_cwnd
+    /// returns max(cwnd, loss_cwnd); tcp_undo_cwnd_reduction (tcp_input.c) also raises ssthresh
+    /// back to prior_ssthresh = max(ssthresh, ¾·cwnd) saved by tcp_enter_loss.
+    #[test]
+    fn undo_after_a_spurious_timeout_restores_loss_cwnd() {
+        let mut c = cubic(CubicConfig::default());
+        let mut rng = crate::Rng::new(1);
+        let mut ctx = CcContext { mss: MSS, rng: &mut rng };
+        c.cwnd = 100;
+        c.ssthresh = 80;
+        c.on_rto(0, &mut ctx);
+        assert_eq!((c.cwnd, c.ssthresh), (1, 70), "β = 0.7 of 100");
+        c.on_rto(1, &mut ctx); // backoff within the episode keeps the save
+        c.undo_cwnd(2, &[], &mut ctx);
+        assert_eq!(c.cwnd, 100, "loss_cwnd");
+        assert_eq!(c.ssthresh, 80, "max(70, prior max(80, 75))");
+    }
+
     #[test]
     fn congestion_event_cuts_to_beta_and_the_window_follows_the_cubic_curve() {
         const W_MAX: f64 = 1000.0;

@@ -285,6 +285,27 @@ mod tests {
         assert_eq!(d.cc.snapshot().mode, "cong_avoid");
     }
 
+    /// tcp_enter_loss saves prior_cwnd = cwnd and prior_ssthresh = tcp_current_ssthresh
+    /// (max(ssthresh, ¾·cwnd)); on a spurious timeout tcp_undo_cwnd_reduction sets cwnd to
+    /// tcp_reno_undo_cwnd's max(cwnd, prior_cwnd) and raises ssthresh back (net/ipv4/tcp_input.c,
+    /// net/ipv4/tcp_cong.c). A second expiry of the same episode must not overwrite the save.
+    #[test]
+    fn undo_after_a_spurious_timeout_restores_the_window_and_ssthresh() {
+        let mut r = reno();
+        let mut rng = Rng::new(1);
+        let mut ctx = CcContext { mss: MSS, rng: &mut rng };
+        r.cwnd = 40 * MSS;
+        r.ssthresh = 30 * MSS;
+        r.flight = 40 * MSS;
+        r.on_rto(0, &mut ctx);
+        assert_eq!((r.cwnd(), r.ssthresh), (MSS, 20 * MSS));
+        r.on_rto(1, &mut ctx); // backoff: same episode
+        r.undo_cwnd(2, &[], &mut ctx);
+        assert_eq!(r.cwnd(), 40 * MSS, "prior_cwnd");
+        assert_eq!(r.ssthresh, 30 * MSS, "max(ssthresh 20, prior_ssthresh max(30, ¾·40 = 30))");
+        assert!(!r.rto_pending);
+    }
+
     #[test]
     fn every_congestion_event_cuts_exactly_once() {
         let mut r = reno();
