@@ -54,3 +54,31 @@ impl Default for Transport {
         Transport { rto: RtoModel::default(), rto_max: default_rto_max(), undo: true }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::scenario::{RtoModel, Scenario, Transport};
+    use crate::units::Dur;
+
+    const BASE: &str = "[link]\nrate = \"12Mbps\"\n[[flows]]\nscheme = \"cubic\"\n";
+
+    #[test]
+    fn absent_section_is_linux_and_keys_parse() {
+        let s = Scenario::parse(BASE, "t.toml").unwrap();
+        assert_eq!(s.transport, Transport::default());
+        assert_eq!((s.transport.rto, s.transport.rto_max, s.transport.undo), (RtoModel::Linux, Dur(120_000_000_000), true));
+        let text = format!("{BASE}[transport]\nrto = \"rfc6298\"\nrto_max = \"60s\"\nundo = false\n");
+        let s = Scenario::parse(&text, "t.toml").unwrap();
+        assert_eq!(s.transport, Transport { rto: RtoModel::Rfc6298, rto_max: Dur(60_000_000_000), undo: false });
+    }
+
+    #[test]
+    fn bad_keys_name_the_field_and_what_is_accepted() {
+        let e = Scenario::parse(&format!("{BASE}[transport]\nrto = \"bsd\"\n"), "t.toml").unwrap_err().to_string();
+        assert!(e.contains("field `transport.rto`") && e.contains("linux") && e.contains("rfc6298"), "{e}");
+        let e = Scenario::parse(&format!("{BASE}[transport]\nrto_max = \"0s\"\n"), "t.toml").unwrap_err().to_string();
+        assert!(e.contains("field `transport.rto_max`: must be positive"), "{e}");
+        let e = Scenario::parse(&format!("{BASE}[transport]\nfrt0 = true\n"), "t.toml").unwrap_err().to_string();
+        assert!(e.contains("transport"), "{e}");
+    }
+}
