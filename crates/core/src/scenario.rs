@@ -15,11 +15,11 @@ pub use middlebox::{BundleController, Middlebox};
 
 pub mod resources;
 pub mod transport;
-pub use transport::{RtoModel, Transport};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
+pub use transport::{RtoModel, Transport};
 pub use workload::Requests;
 
 pub mod presets;

@@ -66,7 +66,10 @@ mod tests {
     fn absent_section_is_linux_and_keys_parse() {
         let s = Scenario::parse(BASE, "t.toml").unwrap();
         assert_eq!(s.transport, Transport::default());
-        assert_eq!((s.transport.rto, s.transport.rto_max, s.transport.undo), (RtoModel::Linux, Dur(120_000_000_000), true));
+        assert_eq!(
+            (s.transport.rto, s.transport.rto_max, s.transport.undo),
+            (RtoModel::Linux, Dur(120_000_000_000), true)
+        );
         let text = format!("{BASE}[transport]\nrto = \"rfc6298\"\nrto_max = \"60s\"\nundo = false\n");
         let s = Scenario::parse(&text, "t.toml").unwrap();
         assert_eq!(s.transport, Transport { rto: RtoModel::Rfc6298, rto_max: Dur(60_000_000_000), undo: false });

@@ -294,8 +294,7 @@ fn rto_never_goes_below_the_minimum() {
     h.ack(10 * MS, &[(0, 1)]); // srtt 10 ms, rttvar 5 ms: 30 ms unclamped
     h.send(10 * MS, 1);
     assert_eq!(h.s.next_timeout(), Some(10 * MS + 200 * MS));
-    let mut h =
-        Harness::with(100, SenderConfig { min_rto: 50 * MS, rto: RtoModel::Rfc6298, ..Default::default() });
+    let mut h = Harness::with(100, SenderConfig { min_rto: 50 * MS, rto: RtoModel::Rfc6298, ..Default::default() });
     h.send(0, 1);
     h.ack(10 * MS, &[(0, 1)]);
     h.send(10 * MS, 1);
