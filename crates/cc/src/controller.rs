@@ -27,6 +27,14 @@ pub trait CongestionControl: Send {
     /// The retransmission timer expired (all outstanding packets are being declared lost).
     fn on_rto(&mut self, _now: Time, _ctx: &mut CcContext) {}
 
+    /// The current loss episode's retransmission timeout was spurious (an ACK acknowledged a
+    /// transmission sent before it): restore the window and ssthresh saved when the episode
+    /// began, as Linux's tcp_undo_cwnd_reduction does with the scheme's `undo_cwnd`
+    /// (net/ipv4/tcp_input.c). The transport is back in `CaState::Open` when this is called.
+    /// `restored` are packets the timeout reported lost that are in flight again (their ack
+    /// or loss will be reported once more); the default keeps the reduction (no undo).
+    fn undo_cwnd(&mut self, _now: Time, _restored: &[LostPacket], _ctx: &mut CcContext) {}
+
     /// Fast recovery ended: every packet outstanding at its start has been acked or lost.
     fn on_recovery_exit(&mut self, _now: Time, _ctx: &mut CcContext) {}
 

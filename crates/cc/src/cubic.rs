@@ -170,6 +170,10 @@ pub struct Cubic {
 
     in_recovery: bool,
     rto_pending: bool,
+    /// bictcp's loss_cwnd (the window when ssthresh was last recalculated) and Linux's
+    /// prior_ssthresh, which an undo restores; packets, 0 for none.
+    loss_cwnd: u64,
+    prior_ssthresh: u64,
     srtt: Time,
     rttvar: Time,
 }
@@ -203,6 +207,8 @@ impl Cubic {
             last_sent_id: None,
             in_recovery: false,
             rto_pending: false,
+            loss_cwnd: 0,
+            prior_ssthresh: 0,
             srtt: 0,
             rttvar: 0,
         };
@@ -372,6 +378,13 @@ impl Cubic {
     }
 
     /// Linux `cubictcp_recalc_ssthresh`'s value: β·cwnd, at least two packets.
+    /// bictcp_recalc_ssthresh records loss_cwnd; tcp_enter_recovery / tcp_enter_loss from Open
+    /// record prior_ssthresh = tcp_current_ssthresh (max of ssthresh and ¾·cwnd).
+    fn save_prior(&mut self) {
+        self.loss_cwnd = self.cwnd;
+        self.prior_ssthresh = self.ssthresh.max((self.cwnd >> 1) + (self.cwnd >> 2));
+    }
+
     fn reduced(&self) -> u64 {
         floor_exact(self.cwnd as f64 * self.cfg.beta).max(2)
     }
@@ -421,6 +434,7 @@ impl CongestionControl for Cubic {
 
     fn on_congestion_event(&mut self, _ev: &CongestionEvent, _ctx: &mut CcContext) {
         self.epoch_start = None;
+        self.save_prior();
         // Fast convergence (RFC 9438 §4.7): a loss below the previous W_max suggests a new flow
         // is competing, so release bandwidth by aiming lower.
         self.last_max_cwnd = if self.cfg.fast_convergence && self.cwnd < self.last_max_cwnd {
@@ -444,6 +458,7 @@ impl CongestionControl for Cubic {
         // Linux tcp_enter_loss recomputes ssthresh only on the first expiry and not when a
         // recovery already reduced it for this episode.
         if !self.rto_pending && !self.in_recovery {
+            self.save_prior();
             self.ssthresh = self.reduced();
         }
         self.rto_pending = true;
@@ -454,6 +469,19 @@ impl CongestionControl for Cubic {
         // curve with K = 0 and W_max = its starting cwnd (RFC 9438 §4.8).
         self.reset();
         self.hystart_reset(now);
+    }
+
+    fn undo_cwnd(&mut self, _now: Time, _restored: &[LostPacket], _ctx: &mut CcContext) {
+        // bictcp_undo_cwnd: max(cwnd, loss_cwnd); tcp_undo_cwnd_reduction: ssthresh back to
+        // prior_ssthresh. The curve stays reset (Linux does not restore W_max either).
+        if self.loss_cwnd == 0 {
+            return;
+        }
+        self.cwnd = self.cwnd.max(self.loss_cwnd);
+        self.ssthresh = self.ssthresh.max(self.prior_ssthresh);
+        self.rto_pending = false;
+        self.in_recovery = false;
+        self.cwnd_cnt = 0;
     }
 
     fn on_idle_restart(&mut self, now: Time, idle_for: Time, _ctx: &mut CcContext) {
@@ -545,6 +573,24 @@ mod tests {
         assert_eq!(pkts(&d), w_max);
         d.congestion_event();
         d
+    }
+
+    /// tcp_cubic.c: bictcp_recalc_ssthresh records loss_cwnd = cwnd and bictcp_undo_cwnd
+    /// returns max(cwnd, loss_cwnd); tcp_undo_cwnd_reduction (tcp_input.c) also raises ssthresh
+    /// back to prior_ssthresh = max(ssthresh, ¾·cwnd) saved by tcp_enter_loss.
+    #[test]
+    fn undo_after_a_spurious_timeout_restores_loss_cwnd() {
+        let mut c = cubic(CubicConfig::default());
+        let mut rng = crate::Rng::new(1);
+        let mut ctx = CcContext { mss: MSS, rng: &mut rng };
+        c.cwnd = 100;
+        c.ssthresh = 80;
+        c.on_rto(0, &mut ctx);
+        assert_eq!((c.cwnd, c.ssthresh), (1, 70), "β = 0.7 of 100");
+        c.on_rto(1, &mut ctx); // backoff within the episode keeps the save
+        c.undo_cwnd(2, &[], &mut ctx);
+        assert_eq!(c.cwnd, 100, "loss_cwnd");
+        assert_eq!(c.ssthresh, 80, "max(70, prior max(80, 75))");
     }
 
     #[test]

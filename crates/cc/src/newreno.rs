@@ -64,6 +64,10 @@ pub struct NewReno {
     /// Set by a retransmission timeout until new data is acked, so that repeated expiries
     /// (backoff) do not shrink ssthresh again (RFC 5681 §3.1, equation 4 applies to the first).
     rto_pending: bool,
+    /// Linux's prior_cwnd and prior_ssthresh: the window and tcp_current_ssthresh saved when a
+    /// loss episode began, which an undo restores (0: nothing saved).
+    prior_cwnd: u64,
+    prior_ssthresh: u64,
     /// Bytes in flight as last reported: RFC 5681's FlightSize when the RTO fires.
     flight: u64,
     srtt: Time,
@@ -80,10 +84,19 @@ impl NewReno {
             bytes_acked: 0,
             in_recovery: false,
             rto_pending: false,
+            prior_cwnd: 0,
+            prior_ssthresh: 0,
             flight: 0,
             srtt: 0,
             rttvar: 0,
         }
+    }
+
+    /// tcp_enter_recovery / tcp_enter_loss from Open: remember what an undo restores
+    /// (tcp_current_ssthresh: the larger of ssthresh and ¾·cwnd).
+    fn save_prior(&mut self) {
+        self.prior_cwnd = self.cwnd;
+        self.prior_ssthresh = self.ssthresh.max((self.cwnd >> 1) + (self.cwnd >> 2));
     }
 
     /// RFC 5681 equation (4): half the flight, but never below two segments.
@@ -140,6 +153,7 @@ impl CongestionControl for NewReno {
     fn on_congestion_event(&mut self, ev: &CongestionEvent, _ctx: &mut CcContext) {
         // RFC 5681 §3.2 step 2 with FlightSize, not cwnd, so an application-limited flow is not
         // given credit for a window it did not use. The cut is immediate (no PRR).
+        self.save_prior();
         self.ssthresh = self.half_flight(ev.prior_in_flight);
         self.cwnd = self.ssthresh;
         self.bytes_acked = 0;
@@ -152,6 +166,9 @@ impl CongestionControl for NewReno {
 
     fn on_rto(&mut self, _now: Time, _ctx: &mut CcContext) {
         if !self.rto_pending {
+            if !self.in_recovery {
+                self.save_prior();
+            }
             self.ssthresh = self.half_flight(self.flight);
         }
         self.rto_pending = true;
@@ -159,6 +176,19 @@ impl CongestionControl for NewReno {
         self.cwnd = self.mss;
         self.bytes_acked = 0;
         self.in_recovery = false;
+    }
+
+    fn undo_cwnd(&mut self, _now: Time, _restored: &[LostPacket], _ctx: &mut CcContext) {
+        // tcp_reno_undo_cwnd: max(cwnd, prior_cwnd); tcp_undo_cwnd_reduction raises ssthresh
+        // back to prior_ssthresh.
+        if self.prior_ssthresh == 0 {
+            return;
+        }
+        self.cwnd = self.cwnd.max(self.prior_cwnd);
+        self.ssthresh = self.ssthresh.max(self.prior_ssthresh);
+        self.rto_pending = false;
+        self.in_recovery = false;
+        self.bytes_acked = 0;
     }
 
     fn on_idle_restart(&mut self, _now: Time, idle_for: Time, _ctx: &mut CcContext) {
@@ -253,6 +283,27 @@ mod tests {
             last = now;
         }
         assert_eq!(d.cc.snapshot().mode, "cong_avoid");
+    }
+
+    /// tcp_enter_loss saves prior_cwnd = cwnd and prior_ssthresh = tcp_current_ssthresh
+    /// (max(ssthresh, ¾·cwnd)); on a spurious timeout tcp_undo_cwnd_reduction sets cwnd to
+    /// tcp_reno_undo_cwnd's max(cwnd, prior_cwnd) and raises ssthresh back (net/ipv4/tcp_input.c,
+    /// net/ipv4/tcp_cong.c). A second expiry of the same episode must not overwrite the save.
+    #[test]
+    fn undo_after_a_spurious_timeout_restores_the_window_and_ssthresh() {
+        let mut r = reno();
+        let mut rng = Rng::new(1);
+        let mut ctx = CcContext { mss: MSS, rng: &mut rng };
+        r.cwnd = 40 * MSS;
+        r.ssthresh = 30 * MSS;
+        r.flight = 40 * MSS;
+        r.on_rto(0, &mut ctx);
+        assert_eq!((r.cwnd(), r.ssthresh), (MSS, 20 * MSS));
+        r.on_rto(1, &mut ctx); // backoff: same episode
+        r.undo_cwnd(2, &[], &mut ctx);
+        assert_eq!(r.cwnd(), 40 * MSS, "prior_cwnd");
+        assert_eq!(r.ssthresh, 30 * MSS, "max(ssthresh 20, prior_ssthresh max(30, ¾·40 = 30))");
+        assert!(!r.rto_pending);
     }
 
     #[test]

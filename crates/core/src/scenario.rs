@@ -16,10 +16,12 @@ pub use hosts::{HostJitter, Hosts};
 pub use middlebox::{BundleController, Middlebox};
 
 pub mod resources;
+pub mod transport;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
+pub use transport::{RtoModel, Transport};
 pub use workload::Requests;
 
 pub mod presets;
@@ -60,6 +62,9 @@ pub struct Scenario {
     /// The end hosts' per-packet processing jitter (scenario/hosts.rs); simulator only.
     #[serde(default, skip_serializing_if = "Hosts::is_default")]
     pub hosts: Hosts,
+    /// Which of Linux's transport details the simulated transport models (scenario/transport.rs).
+    #[serde(default)]
+    pub transport: Transport,
     #[serde(default)]
     pub output: Output,
 }
@@ -862,6 +867,9 @@ impl Scenario {
         }
         if let Some(m) = &self.middlebox {
             m.check(src, &mut errs);
+        }
+        if self.transport.rto_max.0 == 0 {
+            errs.push(src.error("transport.rto_max", "must be positive (Linux's TCP_RTO_MAX is \"120s\")"));
         }
         if self.output.bin.0 == 0 || self.output.jain_bucket.0 == 0 {
             errs.push(src.error("output", "bin widths must be positive"));

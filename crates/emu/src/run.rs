@@ -492,7 +492,8 @@ pub fn run(
                             trace: opts.trace,
                             flow: p.id,
                         };
-                        let r = ns.enter().and_then(|_| udp::send(spec, p.port, rng, when, &stop));
+                        let transport = &scenario.transport;
+                        let r = ns.enter().and_then(|_| udp::send(spec, transport, p.port, rng, when, &stop));
                         match r {
                             Ok(st) => FlowEnd { local_drops: st.local_drops, trace: st.trace, ..Default::default() },
                             Err(e) => {

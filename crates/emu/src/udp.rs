@@ -16,7 +16,7 @@ use crate::endpoint::{AppBytes, Stop};
 use crate::sys::{wait_readable, Clock, RtDuty};
 use crate::topology::RECEIVER_IP;
 use cclab_cc::Rng;
-use cclab_core::scenario::{FlowSpec, Pacing, MSS};
+use cclab_core::scenario::{FlowSpec, Pacing, Transport, MSS};
 use cclab_engine::{trace_sender, CcTrace, Sampler, SenderView};
 use cclab_transport::{
     AckFrame, DataPacket, FeedbackSlot, Receiver, ReceiverConfig, Sender, SenderConfig, ACK_RANGES, DATA_HEADER,
@@ -205,15 +205,10 @@ pub fn receive(sock: UdpSocket, spec: &FlowSpec, clock: Clock, rt: Option<i32>, 
     Ok(got)
 }
 
-/// The transport's sender configuration for a flow, exactly as the simulator builds it.
-pub fn sender_config(spec: &FlowSpec) -> SenderConfig {
-    SenderConfig {
-        mss: MSS,
-        min_rto: spec.min_rto.ns(),
-        pace_windowed: spec.pacing == Pacing::On,
-        never_pace: spec.pacing == Pacing::Off,
-        rwnd: spec.rwnd.map_or(u64::MAX, |b| b.0),
-    }
+/// The transport's sender configuration for a flow, exactly as the simulator builds it (the
+/// flow's keys and the scenario's `[transport]` section; kernel flows ignore that section).
+pub fn sender_config(spec: &FlowSpec, transport: &Transport) -> SenderConfig {
+    SenderConfig::for_flow(spec, transport, MSS)
 }
 
 /// Counters of a UDP sender, and its trace.
@@ -244,7 +239,14 @@ pub struct Schedule {
 
 /// Runs the transport's sender from `start` to `stop_at` (on a thread inside the sender's
 /// namespace).
-pub fn send(spec: &FlowSpec, port: u16, rng: Rng, when: Schedule, stop: &Stop) -> io::Result<SendStats> {
+pub fn send(
+    spec: &FlowSpec,
+    transport: &Transport,
+    port: u16,
+    rng: Rng,
+    when: Schedule,
+    stop: &Stop,
+) -> io::Result<SendStats> {
     let Schedule { clock, start, stop_at, rt, trace, flow } = when;
     let cc = cclab_cc::registry::build(spec, MSS).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
     let sock = UdpSocket::bind("0.0.0.0:0")?;
@@ -252,7 +254,7 @@ pub fn send(spec: &FlowSpec, port: u16, rng: Rng, when: Schedule, stop: &Stop) -
     sock.connect(SocketAddrV4::new(RECEIVER_IP, port))?;
     sock.set_nonblocking(true)?;
     let fd = sock.as_raw_fd();
-    let mut tx = Sender::new(sender_config(spec), cc, rng);
+    let mut tx = Sender::new(sender_config(spec, transport), cc, rng);
     let mut stats = SendStats { trace: trace.map(|_| CcTrace::default()), ..Default::default() };
     let mut sampler = Sampler::new(trace.unwrap_or(0));
     let mut sample_at = None;

@@ -11,7 +11,7 @@
 
 use crate::SimError;
 use cclab_core::record::{Fate, PacketKind, PacketRecord, NEVER};
-use cclab_core::scenario::{Pacing, Scenario, ACK_BYTES, MSS};
+use cclab_core::scenario::{Scenario, ACK_BYTES, MSS};
 use cclab_core::time::Time;
 use cclab_engine::bottleneck::Bottleneck;
 use cclab_engine::middlebox::{boundary_hash, Feedback, Inbox, Outbox};
@@ -570,13 +570,7 @@ pub fn simulate(
         });
         pipes.push(Pipe { line: plan.ack_line(fp.info.id), dest: ack_dest });
         let reverse = pipes.len() as u32 - 1;
-        let cfg = SenderConfig {
-            mss: MSS,
-            min_rto: spec.min_rto.ns(),
-            pace_windowed: spec.pacing == Pacing::On,
-            never_pace: spec.pacing == Pacing::Off,
-            rwnd: spec.rwnd.map_or(u64::MAX, |b| b.0),
-        };
+        let cfg = SenderConfig::for_flow(spec, &scenario.transport, MSS);
         let mut sender = Sender::new(cfg, cc, plan.flow_rng(fp.info.id));
         if plan.carries_requests(fp.info.id) {
             // A persistent connection: it sends only the requests written to it.

@@ -5,9 +5,10 @@
 //! ambiguity from RTT, loss and delivery-rate sampling. The receiver acknowledges with the
 //! in-order stream offset (TCP's cumulative ACK) plus the three most recent ranges of packet
 //! ids it holds (SACK blocks). The sender owns everything a controller should not: RTT
-//! estimation (RFC 6298), loss detection by packet threshold (dupthresh 3) and time threshold
-//! (RACK's 9/8·RTT), the retransmission timer with backoff, recovery epochs, the delivery-rate
-//! sampler, the packet-timed round counter, cwnd-limited tracking and pacing.
+//! estimation and the RTO (Linux's tcp_rtt_estimator by default, RFC 6298 on request), loss
+//! detection by packet threshold (dupthresh 3) and time threshold (RACK's 9/8·RTT), the
+//! retransmission timer with backoff and spurious-timeout undo (F-RTO), recovery epochs, the
+//! delivery-rate sampler, the packet-timed round counter, cwnd-limited tracking and pacing.
 //!
 //! Must not import: the engines (`cclab-engine`, `cclab-sim`, `cclab-emu`) or the bindings;
 //! only `cclab-core` and `cclab-cc`.

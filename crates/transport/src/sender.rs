@@ -5,6 +5,8 @@ use cclab_cc::{
     RateSample, Rng, SentPacket, Time,
 };
 use cclab_core::metrics::LossGaps;
+use cclab_core::scenario::{FlowSpec, Pacing, RtoModel, Transport};
+use cclab_core::time::SEC;
 use std::collections::VecDeque;
 
 /// RACK / RFC 9002 time threshold: a packet is lost 9/8 RTT after a later one was acked.
@@ -24,11 +26,43 @@ pub struct SenderConfig {
     pub never_pace: bool,
     /// The receiver's window: bytes in flight never exceed it, whatever the controller allows.
     pub rwnd: u64,
+    /// The RTO formula (`[transport] rto`): Linux's by default.
+    pub rto: RtoModel,
+    /// The backed-off RTO's ceiling (`[transport] rto_max`): Linux's TCP_RTO_MAX, 120 s.
+    pub rto_max: Time,
+    /// Detect spurious timeouts and undo their reduction (`[transport] undo`, Linux's F-RTO).
+    pub undo: bool,
 }
 
 impl Default for SenderConfig {
     fn default() -> Self {
-        SenderConfig { mss: 1448, min_rto: 200_000_000, pace_windowed: false, never_pace: false, rwnd: u64::MAX }
+        SenderConfig {
+            mss: 1448,
+            min_rto: 200_000_000,
+            pace_windowed: false,
+            never_pace: false,
+            rwnd: u64::MAX,
+            rto: RtoModel::Linux,
+            rto_max: 120 * SEC,
+            undo: true,
+        }
+    }
+}
+
+impl SenderConfig {
+    /// A flow's sender as every engine builds it: the flow's keys and the scenario's
+    /// `[transport]` section.
+    pub fn for_flow(spec: &FlowSpec, transport: &Transport, mss: u64) -> SenderConfig {
+        SenderConfig {
+            mss,
+            min_rto: spec.min_rto.ns(),
+            pace_windowed: spec.pacing == Pacing::On,
+            never_pace: spec.pacing == Pacing::Off,
+            rwnd: spec.rwnd.map_or(u64::MAX, |b| b.0),
+            rto: transport.rto,
+            rto_max: transport.rto_max.ns(),
+            undo: transport.undo,
+        }
     }
 }
 
@@ -37,6 +71,8 @@ enum State {
     InFlight,
     Acked,
     Lost,
+    /// Declared lost by a retransmission timeout: an ACK of it proves the timeout spurious.
+    RtoLost,
 }
 
 /// What the sender remembers of one transmission, including the delivery-rate snapshot.
@@ -62,6 +98,8 @@ pub struct SenderStats {
     pub retransmissions: u64,
     pub packets_lost: u64,
     pub rto_count: u64,
+    /// Timeouts found spurious and undone (`[transport] undo`).
+    pub spurious_rtos: u64,
     pub congestion_events: u64,
     /// Gaps between the send times of packets declared lost, for their burstiness: a flow's
     /// packets reach the bottleneck in send order one fixed access delay later, so these are
@@ -100,6 +138,9 @@ pub struct Sender {
     // Retransmission timer.
     rto_deadline: Option<Time>,
     loss_time: Option<Time>,
+    /// While a timeout's reduction may still be undone: the first id sent after the first
+    /// timeout of the loss episode. Entries it declared lost are kept until then.
+    undo_end: Option<u64>,
     // Delivery-rate sampler (reference §0.4).
     delivered: u64,
     delivered_time: Time,
@@ -131,7 +172,7 @@ impl Sender {
             cfg,
             cc,
             rng,
-            rtt: RttEstimator::new(cfg.min_rto),
+            rtt: RttEstimator::new(cfg.rto, cfg.min_rto, cfg.rto_max),
             sent: VecDeque::new(),
             base_id: 0,
             next_id: 0,
@@ -149,6 +190,7 @@ impl Sender {
             recovery_end_id: 0,
             rto_deadline: None,
             loss_time: None,
+            undo_end: None,
             delivered: 0,
             delivered_time: 0,
             first_send_time: 0,
@@ -229,6 +271,7 @@ impl Sender {
         self.active = false;
         self.rto_deadline = None;
         self.loss_time = None;
+        self.undo_end = None;
     }
 
     fn has_data(&self) -> bool {
@@ -380,6 +423,7 @@ impl Sender {
         self.lost_buf.clear();
         let mut newest: Option<(u64, Sent)> = None;
         let mut newly_acked_bytes = 0;
+        let mut spurious_rto = false;
         // Ids at or below the largest already acked were handled by earlier ACKs: paths are
         // FIFO, so anything below it that is still missing is lost or about to be.
         for &(start, end) in ack.ranges() {
@@ -391,6 +435,9 @@ impl Sender {
                 }
                 p.state = State::Acked;
                 let p = *p;
+                if was == State::RtoLost && self.undo_end.is_some_and(|end| id < end) {
+                    spurious_rto = true;
+                }
                 if was == State::InFlight {
                     self.in_flight -= p.len as u64;
                     newly_acked_bytes += p.len as u64;
@@ -415,7 +462,10 @@ impl Sender {
         };
         self.largest_acked = Some(prior_largest.map_or(newest_id, |l| l.max(newest_id)));
         if Some(newest_id) == self.largest_acked {
-            self.rtt.sample(now - newest_pkt.send_time);
+            self.rtt.sample(now - newest_pkt.send_time, newest_id, self.next_id);
+        }
+        if spurious_rto && self.ca_state == CaState::Loss {
+            self.undo_rto(now);
         }
         self.first_send_time = newest_pkt.send_time;
 
@@ -459,6 +509,7 @@ impl Sender {
         // Recovery ends once a packet sent after it began is acked.
         if self.ca_state != CaState::Open && newest_id >= self.recovery_end_id {
             self.ca_state = CaState::Open;
+            self.undo_end = None;
             let mss = self.cfg.mss;
             self.cc.on_recovery_exit(now, &mut CcContext { mss, rng: &mut self.rng });
         }
@@ -494,6 +545,62 @@ impl Sender {
         self.pop_resolved();
         self.rto_deadline = (self.in_flight > 0).then(|| now + self.rtt.rto());
         self.mark_app_limited();
+    }
+
+    /// The timeout was spurious: an ACK acknowledged a transmission sent before it (Eifel
+    /// detection, RFC 3522, which per-transmission ids make exact; Linux's F-RTO undoes on
+    /// FLAG_ORIG_SACK_ACKED in tcp_process_loss → tcp_try_undo_loss). As
+    /// tcp_undo_cwnd_reduction with unmark_loss: the packets the timeout marked lost and not
+    /// yet sent again are in flight once more (loss detection re-marks any that really were
+    /// lost), the data acked meanwhile is not sent again, the state returns to Open and the
+    /// controller restores its window (undo_cwnd).
+    #[cold]
+    #[inline(never)]
+    fn undo_rto(&mut self, now: Time) {
+        let Some(end) = self.undo_end.take() else { return };
+        self.stats.spurious_rtos += 1;
+        let mut offsets: Vec<u64> = Vec::new();
+        for (i, p) in self.sent.iter().enumerate() {
+            if self.base_id + i as u64 >= end {
+                break;
+            }
+            if matches!(p.state, State::RtoLost | State::Acked) {
+                offsets.push(p.offset);
+            }
+        }
+        offsets.sort_unstable();
+        // Queued retransmissions of that data: drop them, remembering which were dropped.
+        let mut unsent: Vec<u64> = Vec::new();
+        self.retransmit.retain(|&(off, _)| {
+            let hit = offsets.binary_search(&off).is_ok();
+            if hit {
+                unsent.push(off);
+            }
+            !hit
+        });
+        unsent.sort_unstable();
+        let mut restored = std::mem::take(&mut self.lost_buf);
+        restored.clear();
+        for i in 0..self.sent.len() {
+            let id = self.base_id + i as u64;
+            if id >= end {
+                break;
+            }
+            let p = &mut self.sent[i];
+            if p.state == State::RtoLost && unsent.binary_search(&p.offset).is_ok() {
+                p.state = State::InFlight;
+                self.in_flight += p.len as u64;
+                let (bytes, send_time, tag, cause) = (p.len as u64, p.send_time, p.tag, LossCause::Rto);
+                restored.push(LostPacket { id, bytes, send_time, tag, cause });
+            }
+        }
+        self.first_unresolved = self.base_id;
+        self.ca_state = CaState::Open;
+        self.recovery_start = None;
+        let mss = self.cfg.mss;
+        self.cc.undo_cwnd(now, &restored, &mut CcContext { mss, rng: &mut self.rng });
+        restored.clear();
+        self.lost_buf = restored;
     }
 
     /// Out of line and cold: only two-sided schemes (Sprout) get feedback.
@@ -594,7 +701,7 @@ impl Sender {
 
     fn pop_resolved(&mut self) {
         while let Some(p) = self.sent.front() {
-            if p.state == State::InFlight {
+            if p.state == State::InFlight || (p.state == State::RtoLost && self.undo_end.is_some()) {
                 break;
             }
             self.sent.pop_front();
@@ -662,6 +769,7 @@ impl Sender {
         for id in start..self.next_id {
             if self.sent[(id - self.base_id) as usize].state == State::InFlight {
                 self.declare_lost(id, LossCause::Rto);
+                self.sent[(id - self.base_id) as usize].state = State::RtoLost;
             }
         }
         // Controllers that account per packet hear of these losses before the timeout itself.
@@ -672,6 +780,10 @@ impl Sender {
         }
         self.lost_buf = lost;
         self.lost_buf.clear();
+        // Linux tcp_enter_loss keeps one undo marker per loss episode: the first timeout's.
+        if self.cfg.undo && self.undo_end.is_none() {
+            self.undo_end = Some(self.next_id);
+        }
         self.pop_resolved();
         self.first_unresolved = self.next_id;
         self.loss_time = None;

@@ -424,6 +424,15 @@ impl CongestionControl for Bbr {
         self.lt_bw_sampling(1, false, ctx);
     }
 
+    fn undo_cwnd(&mut self, _now: Time, _restored: &[LostPacket], _ctx: &mut CcContext) {
+        // bbr_undo_cwnd: the loss was spurious, so forget what it said about the pipe (restart
+        // the full-bandwidth check and the policer detector) and keep cwnd; the next ACK, in
+        // Open after Loss, restores prior_cwnd (bbr_set_cwnd_to_recover_or_restore).
+        self.full_bw = 0.0;
+        self.full_bw_cnt = 0;
+        self.reset_lt_bw_sampling();
+    }
+
     fn on_idle_restart(&mut self, now: Time, _idle_for: Time, ctx: &mut CcContext) {
         self.idle_restart = true;
         self.ack_epoch_mstamp = now;

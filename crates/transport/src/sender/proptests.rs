@@ -201,6 +201,17 @@ impl CongestionControl for Audited {
     fn on_recovery_exit(&mut self, now: Time, ctx: &mut CcContext) {
         self.cc.on_recovery_exit(now, ctx)
     }
+    fn undo_cwnd(&mut self, now: Time, restored: &[LostPacket], ctx: &mut CcContext) {
+        // Restored packets were reported lost by a spurious timeout: outstanding once more.
+        let mut l = self.ledger.lock().unwrap();
+        for p in restored {
+            if l.settled.remove(&p.id) != Some("lost") || l.outstanding.insert(p.id, p.bytes).is_some() {
+                l.errors.push(format!("id {} restored, but it was not reported lost", p.id));
+            }
+        }
+        drop(l);
+        self.cc.undo_cwnd(now, restored, ctx)
+    }
     fn on_idle_restart(&mut self, now: Time, idle_for: Time, ctx: &mut CcContext) {
         self.cc.on_idle_restart(now, idle_for, ctx)
     }
@@ -261,6 +272,7 @@ impl World {
             pace_windowed: setup.pace_windowed,
             never_pace: setup.never_pace,
             rwnd: setup.rwnd_pkts.map_or(u64::MAX, |p| p as u64 * MSS),
+            ..SenderConfig::default()
         };
         let ledger = Arc::new(Mutex::new(Ledger::default()));
         let cc = Box::new(Audited { cc, ledger: ledger.clone() });

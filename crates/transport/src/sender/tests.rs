@@ -25,6 +25,7 @@ enum Heard {
     Rto(Time),
     RecoveryExit(Time),
     Lost(Vec<(u64, LossCause)>),
+    Undo(Vec<u64>),
     Idle {
         idle_for: Time,
     },
@@ -71,6 +72,9 @@ impl CongestionControl for Recorder {
     }
     fn on_packets_lost(&mut self, _now: Time, lost: &[LostPacket], _ctx: &mut CcContext) {
         self.0.lock().unwrap().heard.push(Heard::Lost(lost.iter().map(|p| (p.id, p.cause)).collect()));
+    }
+    fn undo_cwnd(&mut self, _now: Time, restored: &[LostPacket], _ctx: &mut CcContext) {
+        self.0.lock().unwrap().heard.push(Heard::Undo(restored.iter().map(|p| p.id).collect()));
     }
     fn cwnd(&self) -> u64 {
         self.0.lock().unwrap().cwnd
@@ -245,8 +249,9 @@ fn a_late_ack_below_the_largest_acked_changes_nothing() {
 #[test]
 fn rto_is_srtt_plus_four_rttvar_clamped_by_min_rto_and_doubles_on_backoff() {
     // RFC 6298 §2.2–2.4 (RTO = SRTT + max(G, 4·RTTVAR), at least the minimum RTO), §5.5 (back
-    // off by doubling), §5.1 (armed when data is sent and the timer is not running).
-    let mut h = Harness::new(100);
+    // off by doubling), §5.1 (armed when data is sent and the timer is not running), as
+    // `[transport] rto = "rfc6298"` computes it.
+    let mut h = Harness::with(100, SenderConfig { rto: RtoModel::Rfc6298, ..Default::default() });
     h.send(0, 1);
     assert_eq!(h.s.next_timeout(), Some(SEC), "RFC 6298 §2.1: 1 s before any RTT sample");
     h.ack(100 * MS, &[(0, 1)]); // srtt 100, rttvar 50: RTO 300 ms
@@ -284,23 +289,29 @@ fn rto_is_srtt_plus_four_rttvar_clamped_by_min_rto_and_doubles_on_backoff() {
 #[test]
 fn rto_never_goes_below_the_minimum() {
     // RFC 6298 §2.4 with Linux's 200 ms floor (`min_rto` here): a 10 ms path still waits 200 ms.
-    let mut h = Harness::new(100);
+    let mut h = Harness::with(100, SenderConfig { rto: RtoModel::Rfc6298, ..Default::default() });
     h.send(0, 1);
     h.ack(10 * MS, &[(0, 1)]); // srtt 10 ms, rttvar 5 ms: 30 ms unclamped
     h.send(10 * MS, 1);
     assert_eq!(h.s.next_timeout(), Some(10 * MS + 200 * MS));
-    let mut h = Harness::with(100, SenderConfig { min_rto: 50 * MS, ..Default::default() });
+    let mut h = Harness::with(100, SenderConfig { min_rto: 50 * MS, rto: RtoModel::Rfc6298, ..Default::default() });
     h.send(0, 1);
     h.ack(10 * MS, &[(0, 1)]);
     h.send(10 * MS, 1);
     assert_eq!(h.s.next_timeout(), Some(10 * MS + 50 * MS), "the floor is the configured one");
+    // Linux (tcp_set_rto: srtt + rttvar_us, rttvar_us ≥ tcp_rto_min) adds the floor to srtt.
+    let mut h = Harness::with(100, SenderConfig { min_rto: 50 * MS, ..Default::default() });
+    h.send(0, 1);
+    h.ack(10 * MS, &[(0, 1)]);
+    h.send(10 * MS, 1);
+    assert_eq!(h.s.next_timeout(), Some(10 * MS + 10 * MS + 50 * MS), "srtt + rto_min");
 }
 
 #[test]
-fn backoff_doubles_up_to_a_60_s_cap() {
+fn backoff_doubles_up_to_the_configured_cap() {
     // RFC 6298 §5.5 (double on every expiry) and §2.5 (a maximum MAY be placed on RTO provided
-    // it is at least 60 s).
-    let mut h = Harness::new(100);
+    // it is at least 60 s); Linux's cap is TCP_RTO_MAX (120 s), here set to 60 s.
+    let mut h = Harness::with(100, SenderConfig { rto: RtoModel::Rfc6298, rto_max: 60 * SEC, ..Default::default() });
     h.send(0, 1);
     h.ack(100 * MS, &[(0, 1)]); // RTO 300 ms
     h.send(100 * MS, 1);
@@ -626,4 +637,72 @@ fn a_message_after_idle_reports_the_idle_time_to_the_controller() {
         "{:?}",
         h.heard()
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Spurious timeouts (`[transport] undo`).
+
+/// A flow with srtt 100 ms (Linux RTO 300 ms) and five packets (ids 1–5) sent at 100 ms whose
+/// ACKs are late: the timeout fires at 400 ms and the retransmission of id 1 leaves as id 6.
+fn timed_out(cfg: SenderConfig) -> Harness {
+    let mut h = Harness::with(100, cfg);
+    h.send(0, 1);
+    h.ack(100 * MS, &[(0, 1)]);
+    assert_eq!(h.send(100 * MS, 5), vec![1, 2, 3, 4, 5]);
+    h.s.on_timeout(400 * MS);
+    assert_eq!((h.s.stats.rto_count, h.s.ca_state()), (1, CaState::Loss));
+    let p = h.s.poll_transmit(400 * MS).unwrap();
+    assert!(p.retransmission && p.id == 6 && p.offset == MSS);
+    h
+}
+
+#[test]
+fn an_ack_of_a_transmission_sent_before_the_timeout_undoes_it() {
+    // RFC 5682 §2.1 (F-RTO) / RFC 3522 (Eifel): if the first ACK after the timeout acknowledges
+    // an original transmission, the timeout was spurious. Linux: tcp_process_loss →
+    // tcp_try_undo_loss on FLAG_ORIG_SACK_ACKED, then tcp_undo_cwnd_reduction(sk, true):
+    // the lost marks are cleared and the state returns to Open.
+    let mut h = timed_out(SenderConfig::default());
+    h.ack(450 * MS, &[(1, 2)]);
+    assert_eq!(h.s.stats.spurious_rtos, 1);
+    assert_eq!(h.s.ca_state(), CaState::Open);
+    // Ids 2–5 were not sent again, so they are in flight once more, with id 6 (the needless
+    // retransmission of id 1's data).
+    assert!(h.heard().iter().any(|x| matches!(x, Heard::Undo(ids) if *ids == vec![2, 3, 4, 5])));
+    assert_eq!(h.s.in_flight(), 5 * MSS);
+    // Nothing of theirs is queued for retransmission: the next packet is new data.
+    let p = h.s.poll_transmit(450 * MS).unwrap();
+    assert!(!p.retransmission && p.offset == 6 * MSS, "{p:?}");
+    // Their ACKs arrive as ordinary ACKs of packets in flight.
+    h.ack(460 * MS, &[(1, 6)]);
+    let last = h.heard().into_iter().rev().find_map(|x| match x {
+        Heard::Ack { acked, ca_state, .. } => Some((acked, ca_state)),
+        _ => None,
+    });
+    assert_eq!(last, Some((vec![2, 3, 4, 5], CaState::Open)));
+    assert_eq!(h.s.stats.packets_lost, 5, "the count of declared losses keeps the timeout's five");
+}
+
+#[test]
+fn a_timeout_whose_retransmission_is_acked_first_is_not_undone() {
+    // RFC 5682 §2.1 step 2: an ACK of the retransmission first means the loss was real; the
+    // episode ends when data sent after the timeout is acked, and a late original after that
+    // no longer undoes anything (Linux's undo_marker is cleared at the end of the episode).
+    let mut h = timed_out(SenderConfig::default());
+    h.ack(600 * MS, &[(6, 7)]);
+    assert_eq!((h.s.stats.spurious_rtos, h.s.ca_state()), (0, CaState::Open));
+    h.ack(610 * MS, &[(6, 7), (2, 3)]);
+    assert_eq!(h.s.stats.spurious_rtos, 0);
+    assert!(!h.heard().iter().any(|x| matches!(x, Heard::Undo(_))));
+}
+
+#[test]
+fn undo_off_keeps_the_timeouts_reduction() {
+    // `[transport] undo = false`: RFC 6298 §5 alone, with no spurious-timeout detection.
+    let mut h = timed_out(SenderConfig { undo: false, ..Default::default() });
+    h.ack(450 * MS, &[(1, 2)]);
+    assert_eq!((h.s.stats.spurious_rtos, h.s.ca_state()), (0, CaState::Loss));
+    // The timeout's retransmissions still go out.
+    let p = h.s.poll_transmit(450 * MS).unwrap();
+    assert!(p.retransmission && p.offset == 2 * MSS, "{p:?}");
 }

@@ -1,0 +1,87 @@
+//! The `[transport]` section: which of Linux's transport details the sans-IO sender
+//! (crates/transport) models, for every flow the simulator runs and every cclab-over-UDP flow of
+//! the emulator. Each default is what Linux does; the alternatives are the textbook (RFC) forms,
+//! kept to measure what a detail changes. Kernel flows in the emulator (`kernel:<cc>`) ignore
+//! this section: they are Linux.
+//!
+//! Sender-side keys: `rto`, `rto_max`, `undo`. (The receiver's keys live in their own group.)
+
+use crate::units::Dur;
+use serde::{Deserialize, Serialize};
+
+/// How the retransmission timeout is computed from the RTT estimate.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RtoModel {
+    /// Linux (net/ipv4/tcp_input.c, tcp_rtt_estimator and tcp_set_rto): rto = srtt +
+    /// max(mdev, rto_min), where mdev is 4·rttvar with Linux's damped update for falling
+    /// RTTs and is held at its largest value over the last window of data (mdev_max_us).
+    #[default]
+    Linux,
+    /// RFC 6298 §2: rto = max(srtt + max(G, 4·rttvar), rto_min), with G = 1 ms.
+    Rfc6298,
+}
+
+/// Scenario-wide transport options (`[transport]`); every key is optional.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Transport {
+    // --- sender ---
+    /// The RTO formula: "linux" (default) or "rfc6298".
+    #[serde(default)]
+    pub rto: RtoModel,
+    /// The ceiling of the backed-off RTO: Linux's TCP_RTO_MAX, 120 s (include/net/tcp.h).
+    #[serde(default = "default_rto_max")]
+    pub rto_max: Dur,
+    /// Detect spurious retransmission timeouts and undo their window reduction (Linux's F-RTO,
+    /// RFC 5682, with tcp_try_undo_loss in net/ipv4/tcp_input.c): when an ACK after a timeout
+    /// acknowledges a transmission sent before it, the timeout was spurious, so the packets it
+    /// marked lost are in flight again and the controller restores its window (its undo_cwnd).
+    /// Default true, as Linux's net.ipv4.tcp_frto = 2.
+    #[serde(default = "default_true")]
+    pub undo: bool,
+}
+
+fn default_rto_max() -> Dur {
+    Dur::from_millis(120_000)
+}
+fn default_true() -> bool {
+    true
+}
+
+impl Default for Transport {
+    fn default() -> Self {
+        Transport { rto: RtoModel::default(), rto_max: default_rto_max(), undo: true }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::scenario::{RtoModel, Scenario, Transport};
+    use crate::units::Dur;
+
+    const BASE: &str = "[link]\nrate = \"12Mbps\"\n[[flows]]\nscheme = \"cubic\"\n";
+
+    #[test]
+    fn absent_section_is_linux_and_keys_parse() {
+        let s = Scenario::parse(BASE, "t.toml").unwrap();
+        assert_eq!(s.transport, Transport::default());
+        assert_eq!(
+            (s.transport.rto, s.transport.rto_max, s.transport.undo),
+            (RtoModel::Linux, Dur(120_000_000_000), true)
+        );
+        let text = format!("{BASE}[transport]\nrto = \"rfc6298\"\nrto_max = \"60s\"\nundo = false\n");
+        let s = Scenario::parse(&text, "t.toml").unwrap();
+        assert_eq!(s.transport, Transport { rto: RtoModel::Rfc6298, rto_max: Dur(60_000_000_000), undo: false });
+    }
+
+    #[test]
+    fn bad_keys_name_the_field_and_what_is_accepted() {
+        let e = Scenario::parse(&format!("{BASE}[transport]\nrto = \"bsd\"\n"), "t.toml").unwrap_err().to_string();
+        assert!(e.contains("field `transport.rto`") && e.contains("linux") && e.contains("rfc6298"), "{e}");
+        let e = Scenario::parse(&format!("{BASE}[transport]\nrto_max = \"0s\"\n"), "t.toml").unwrap_err().to_string();
+        assert!(e.contains("field `transport.rto_max`: must be positive"), "{e}");
+        let e = Scenario::parse(&format!("{BASE}[transport]\nfrt0 = true\n"), "t.toml").unwrap_err().to_string();
+        assert!(e.contains("transport"), "{e}");
+    }
+}
