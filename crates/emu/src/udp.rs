@@ -16,7 +16,7 @@ use crate::endpoint::{AppBytes, Stop};
 use crate::sys::{wait_readable, Clock, RtDuty};
 use crate::topology::RECEIVER_IP;
 use cclab_cc::Rng;
-use cclab_core::scenario::{FlowSpec, Pacing, Transport, MSS};
+use cclab_core::scenario::{FlowSpec, Transport, MSS};
 use cclab_engine::{trace_sender, CcTrace, Sampler, SenderView};
 use cclab_transport::{
     AckFrame, DataPacket, FeedbackSlot, Receiver, ReceiverConfig, Sender, SenderConfig, ACK_RANGES, DATA_HEADER,
