@@ -348,3 +348,18 @@ def test_pantheon_stats_parser_reads_every_block(tmp_path):
         "2": {"throughput_mbps": 0.0, "delay_p95_ms": 10.25, "loss_percent": 33.33},
     }
     assert read_stats(tmp_path / "missing.log") is None
+
+
+def test_an_imported_log_refuses_a_pcap_by_name(tmp_path):
+    """An mm-link log records no TCP header, so an imported run has no sequence numbers to
+    capture: a clear refusal, not a missing-column KeyError."""
+    from cclab.importers.link_log import read_link_log
+    from cclab.importers.log_run import import_log, to_run_result
+
+    log = tmp_path / "uplink.log"
+    log.write_text(MAHIMAHI_LOG)
+    imported = import_log(read_link_log(log), ["cubic"])
+    result = to_run_result(imported, name="x", description="", wall_secs=0.0, keep_packets=True)
+    assert result.packet_columns is not None
+    with pytest.raises(ValueError, match="no TCP sequence numbers"):
+        result.write_pcap(tmp_path / "x.pcap")

@@ -168,6 +168,12 @@ class RunResult:
         cols = self.packet_columns
         if cols is None:
             raise ValueError("this run kept no packet log; run it with log_packets=True")
+        if "seq" not in cols:
+            # Importers read mm-link logs, which record no TCP header.
+            raise ValueError(
+                "this run's packet log has no TCP sequence numbers (an imported link log "
+                "records none); a capture needs a run of cclab's engines"
+            )
         return _core.write_pcap(
             Path(path),
             cols["flow"],

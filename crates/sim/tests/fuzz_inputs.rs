@@ -93,6 +93,9 @@ const KEYS: &[&str] = &[
     "rwnd",
     "extra_rtt",
     "min_rto",
+    "rto_max",
+    "undo",
+    "jitter",
 ];
 
 fn edit() -> impl Strategy<Value = Edit> {
