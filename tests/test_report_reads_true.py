@@ -48,10 +48,12 @@ def test_identical_runs_are_said_to_be_identical_not_drawn_as_an_ellipse(tmp_pat
     from cclab.report.figures import throughput_delay
     from cclab.report.loading import load_study
 
+    # Nothing random on the path (a constant link, the hosts' jitter off): every seed gives the
+    # same run.
     scenario = tmp_path / "constant.toml"
     scenario.write_text(
         'duration = "2s"\n[link]\nrate = "12Mbps"\ndelivery = "constant"\ndelay = "10ms"\n'
-        'queue = "1bdp"\n[[flows]]\nscheme = "cubic"\n'
+        'queue = "1bdp"\n[hosts]\njitter = "0"\n[[flows]]\nscheme = "cubic"\n'
     )
     folder = run_experiment(scenario, ["cubic"], runs=2, jobs=1, out=tmp_path / "exp")
     figure = throughput_delay(load_study(folder))
