@@ -56,3 +56,26 @@ def test_losses_come_in_bursts_of_at_least_one_per_halving(table) -> None:  # ty
             (table["finding"] == "F3 losses per halving") & (table["setting"] == setting)
         ].iterrows():
             assert r["ours"] >= 1.0, r.to_dict()
+
+
+def test_kernel_twins_run_only_where_the_emulator_carries_the_setting() -> None:
+    from cclab.fidelity import KERNEL_TWIN
+    from cclab.reproduce_scale import KERNEL_MAX_RATE_BPS, plan
+
+    p, what = plan(0.01, 10, kernel_runs=2)
+    sim = [r for r in p.runs if r.engine == "sim"]
+    emu = [r for r in p.runs if r.engine == "emu"]
+    # At scale 0.01 both settings run at 100 Mbit/s: every simulator run has two twins.
+    assert len(emu) == 2 * len(sim)
+    for r in emu:
+        info = what[r.name]
+        assert info["twin_of"] in {s.name for s in sim} and r.seed in (1, 2)
+        schemes = {f["scheme"] for f in r.scenario["flows"]}  # type: ignore[index]
+        assert schemes <= set(KERNEL_TWIN.values()), schemes
+    # At full scale CoreScale (10 Gbit/s) is beyond the emulator: only EdgeScale has twins.
+    p, what = plan(1.0, 10, kernel_runs=1)
+    twins = [what[r.name] for r in p.runs if r.engine == "emu"]
+    assert twins and all(t["setting"].rate_bps <= KERNEL_MAX_RATE_BPS for t in twins)
+    assert all(t["setting"].name == "edge" for t in twins)
+    with pytest.raises(ValueError, match="kernel-runs"):
+        plan(0.01, 10, kernel_runs=-1)

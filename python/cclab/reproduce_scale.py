@@ -19,6 +19,14 @@ unconverged shares (one early flow holding a third of the link) — read them as
 Published values are IMC'21's (Table 1, Figs. 3-8; reproduction-targets.md §3.2); Ware et al.'s
 model (`cclab.models.bbr_share`) sits beside the BBR shares. Numbers are never tuned toward
 them: where they differ, the table shows both.
+
+`kernel_runs=k` (`--kernel-runs k`) adds the referee: every run of a setting the emulator
+carries (`KERNEL_MAX_RATE_BPS`) runs k more times (seeds 1..k) in the emulator with each scheme
+replaced by its Linux twin (`cclab.fidelity.KERNEL_TWIN`), and each finding the kernel's runs
+can measure gets their median in a `kernel` column (and every run's value in `kernel_runs`).
+Kernel stacks report no congestion events, so C from halvings and losses per halving stay
+simulator-only. With kernel runs the batch runs one run at a time (the emulator's timing needs
+the machine to itself).
 """
 
 from __future__ import annotations
@@ -32,6 +40,8 @@ import numpy as np
 import pandas as pd
 
 from cclab.batch import BatchResult, Plan, RunSpec, run_batch
+from cclab.engines import EMU
+from cclab.fidelity import KERNEL_TWIN
 from cclab.models import bbr_share, mathis_fit, read_run
 from cclab.reproduce import Reproduction, default_out
 
@@ -63,6 +73,10 @@ def settings(scale: float) -> list[Setting]:
 #: Simulated seconds per run unless asked otherwise.
 DEFAULT_DURATION_S = 300.0
 
+#: The fastest setting whose kernel twins run: the emulator carries kernel Cubic at 0.99 of
+#: 1 Gbit/s (crates/emu/README.md), not 10 Gbit/s with thousands of flows.
+KERNEL_MAX_RATE_BPS = 1e9
+
 
 def _scenario(setting: Setting, mix: list[tuple[str, int]], duration: float) -> dict[str, Any]:
     """`mix` flows arriving over the first 2 s, interleaved across entries."""
@@ -90,10 +104,15 @@ def _scenario(setting: Setting, mix: list[tuple[str, int]], duration: float) -> 
     }
 
 
-def plan(scale: float, d: float = DEFAULT_DURATION_S) -> tuple[Plan, dict[str, dict[str, Any]]]:
-    """The runs of `d` simulated seconds each and, by run name, what each measures."""
+def plan(
+    scale: float, d: float = DEFAULT_DURATION_S, kernel_runs: int = 0
+) -> tuple[Plan, dict[str, dict[str, Any]]]:
+    """The runs of `d` simulated seconds each and, by run name, what each measures (a kernel
+    twin's entry names its simulator run as `twin_of`)."""
     if d <= 0:
         raise ValueError(f"the duration must be positive, got {d} s")
+    if kernel_runs < 0:
+        raise ValueError(f"--kernel-runs must be at least 0, got {kernel_runs}")
     runs: list[RunSpec] = []
     what: dict[str, dict[str, Any]] = {}
 
@@ -108,6 +127,22 @@ def plan(scale: float, d: float = DEFAULT_DURATION_S) -> tuple[Plan, dict[str, d
             )
         )
         what[name] = {"setting": setting, "mix": mix, **info}
+        if setting.rate_bps > KERNEL_MAX_RATE_BPS:
+            return
+        twins = [(KERNEL_TWIN[scheme], n) for scheme, n in mix]
+        for k in range(1, kernel_runs + 1):
+            twin = f"{name}-kernel-{k}"
+            runs.append(
+                RunSpec(
+                    name=twin,
+                    scenario=_scenario(setting, twins, d),
+                    seed=k,
+                    engine=EMU.name,
+                    label=f"{name} (kernel, seed {k})",
+                    tags={"scheme": name, "configuration": setting.name, "engine": EMU.name},
+                )
+            )
+            what[twin] = {"setting": setting, "mix": mix, **info, "twin_of": name}
 
     for s in settings(scale):
         for n in s.flow_counts:
@@ -127,7 +162,7 @@ def plan(scale: float, d: float = DEFAULT_DURATION_S) -> tuple[Plan, dict[str, d
         name="scale",
         description="IMC'21 TCP congestion control at scale (EdgeScale, CoreScale)",
         runs=runs,
-        meta={"reproduction": "scale", "scale": scale, "duration_s": d},
+        meta={"reproduction": "scale", "scale": scale, "duration_s": d, "kernel_runs": kernel_runs},
     )
     return p, what
 
@@ -162,116 +197,136 @@ def _share(steady: pd.DataFrame, scheme: str) -> float:
     return float(steady.loc[steady["scheme"] == scheme, "throughput_mbps"].sum() / total)
 
 
+def _findings(
+    info: dict[str, Any], run_dir: Path, scale: float, duration: float
+) -> list[dict[str, Any]]:
+    """The table's rows one run measures (its `ours`). C, losses per halving and burstiness
+    are over the whole run (the counters are totals); JFIs and shares over the steady part
+    (`steady_throughput`)."""
+    summary, flows, _ = read_run(run_dir)
+    steady = steady_throughput(run_dir, flows, duration)
+    s: Setting = info["setting"]
+    per_flow = summary[summary["flow"].notna()]
+    if info["kind"] == "mathis":
+        fits = mathis_fit(summary, flows)
+        n = info["n"]
+        paper_n = round(n / scale) if s.name == "core" else n
+
+        def published(values: dict[str, Any]) -> float:
+            v = values[s.name]
+            return v.get(paper_n, math.nan) if isinstance(v, dict) else v
+
+        lph = per_flow["packets_dropped"].sum() / per_flow["congestion_events"].sum()
+        base = {"setting": s.name, "flows": n, "scheme": "newreno"}
+        return [
+            {
+                **base,
+                "finding": "F1 C from loss rate",
+                "ours": fits["loss"].c,
+                "paper": published(PAPER_C_LOSS),
+                "error_median": fits["loss"].median_error,
+            },
+            {
+                **base,
+                "finding": "F1 C from halvings",
+                "ours": fits["halving"].c,
+                "paper": published(PAPER_C_HALVING),
+                "error_median": fits["halving"].median_error,
+            },
+            {
+                **base,
+                "finding": "F3 losses per halving",
+                "ours": float(lph),
+                "paper_text": PAPER_LOSSES_PER_HALVING[s.name],
+            },
+            {
+                **base,
+                "finding": "F3 loss burstiness (median)",
+                "ours": float(per_flow["loss_burstiness"].median()),
+                "paper": 0.2 if s.name == "edge" else 0.35,
+            },
+            {
+                **base,
+                "finding": "F4 JFI",
+                "ours": jain(steady["throughput_mbps"].to_numpy()),
+                "paper_text": "> 0.99",
+            },
+        ]
+    if info["kind"] == "jfi":
+        scheme = info["mix"][0][0]
+        return [
+            {
+                "setting": s.name,
+                "flows": info["n"],
+                "scheme": scheme,
+                "finding": "F4/F5 JFI",
+                "ours": jain(steady["throughput_mbps"].to_numpy()),
+                "paper_text": "> 0.99" if scheme == "cubic" else "as low as 0.4 (core), 0.7 (edge)",
+            }
+        ]
+    # A kernel twin's flows carry the twin's name (kernel:bbr); shares are by cclab's name.
+    steady["scheme"] = (
+        steady["scheme"].map({v: k for k, v in KERNEL_TWIN.items()}).fillna(steady["scheme"])
+    )
+    if info["kind"] == "1bbr":
+        model = bbr_share(rate_bps=s.rate_bps, base_rtt_s=0.02, buffer_bytes=s.buffer_bytes)
+        return [
+            {
+                "setting": s.name,
+                "flows": sum(n for _, n in info["mix"]),
+                "scheme": f"1 bbr vs {info['other']}",
+                "finding": "F6 BBR share",
+                "ours": _share(steady, "bbr"),
+                "paper": 0.40,
+                "model": model,
+            }
+        ]
+    a, b = info["a"], info["b"]
+    return [
+        {
+            "setting": s.name,
+            "flows": sum(n for _, n in info["mix"]),
+            "scheme": f"N {a} vs N {b}",
+            "finding": "F7 BBR share" if a == "bbr" else "F8 Cubic share",
+            "ours": _share(steady, a),
+            "paper_text": "up to 0.999" if a == "bbr" else "0.70-0.80",
+        }
+    ]
+
+
+#: A row is one finding at one setting, flow count and scheme.
+_ROW_KEY = ["finding", "setting", "flows", "scheme"]
+
+
 def analyse(
     batch: BatchResult, what: dict[str, dict[str, Any]], scale: float, duration: float
 ) -> pd.DataFrame:
-    """One row per finding: ours beside the published value (and the model where there is one).
-    C, losses per halving and burstiness are over the whole run (the counters are totals);
-    JFIs and shares over the steady part (`steady_throughput`)."""
+    """One row per finding: ours (the simulator) beside the published value, the model where
+    there is one, and the kernel twins' median where they ran and can measure it."""
     rows: list[dict[str, Any]] = []
+    kernel: dict[tuple[Any, ...], list[float]] = {}
     for outcome in batch.outcomes:
-        name = outcome.run.name
-        info = what[name]
-        summary, flows, _ = read_run(batch.run_dir(outcome))
-        steady = steady_throughput(batch.run_dir(outcome), flows, duration)
-        s: Setting = info["setting"]
-        per_flow = summary[summary["flow"].notna()]
-        if info["kind"] == "mathis":
-            fits = mathis_fit(summary, flows)
-            n = info["n"]
-            paper_n = round(n / scale) if s.name == "core" else n
-            pub_loss = PAPER_C_LOSS[s.name]
-            pub_halv = PAPER_C_HALVING[s.name]
-            lph = per_flow["packets_dropped"].sum() / per_flow["congestion_events"].sum()
-            base = {"setting": s.name, "flows": n, "scheme": "newreno"}
-            rows += [
-                {
-                    **base,
-                    "finding": "F1 C from loss rate",
-                    "ours": fits["loss"].c,
-                    "paper": pub_loss.get(paper_n, math.nan)
-                    if isinstance(pub_loss, dict)
-                    else pub_loss,
-                    "error_median": fits["loss"].median_error,
-                },
-                {
-                    **base,
-                    "finding": "F1 C from halvings",
-                    "ours": fits["halving"].c,
-                    "paper": pub_halv.get(paper_n, math.nan)
-                    if isinstance(pub_halv, dict)
-                    else pub_halv,
-                    "error_median": fits["halving"].median_error,
-                },
-                {
-                    **base,
-                    "finding": "F3 losses per halving",
-                    "ours": float(lph),
-                    "paper_text": PAPER_LOSSES_PER_HALVING[s.name],
-                },
-                {
-                    **base,
-                    "finding": "F3 loss burstiness (median)",
-                    "ours": float(per_flow["loss_burstiness"].median()),
-                    "paper": 0.2 if s.name == "edge" else 0.35,
-                },
-                {
-                    **base,
-                    "finding": "F4 JFI",
-                    "ours": jain(steady["throughput_mbps"].to_numpy()),
-                    "paper_text": "> 0.99",
-                },
-            ]
-        elif info["kind"] == "jfi":
-            scheme = info["mix"][0][0]
-            rows.append(
-                {
-                    "setting": s.name,
-                    "flows": info["n"],
-                    "scheme": scheme,
-                    "finding": "F4/F5 JFI",
-                    "ours": jain(steady["throughput_mbps"].to_numpy()),
-                    "paper_text": "> 0.99"
-                    if scheme == "cubic"
-                    else "as low as 0.4 (core), 0.7 (edge)",
-                }
-            )
-        elif info["kind"] == "1bbr":
-            model = bbr_share(rate_bps=s.rate_bps, base_rtt_s=0.02, buffer_bytes=s.buffer_bytes)
-            rows.append(
-                {
-                    "setting": s.name,
-                    "flows": sum(n for _, n in info["mix"]),
-                    "scheme": f"1 bbr vs {info['other']}",
-                    "finding": "F6 BBR share",
-                    "ours": _share(steady, "bbr"),
-                    "paper": 0.40,
-                    "model": model,
-                }
-            )
-        else:
-            a, b = info["a"], info["b"]
-            rows.append(
-                {
-                    "setting": s.name,
-                    "flows": sum(n for _, n in info["mix"]),
-                    "scheme": f"N {a} vs N {b}",
-                    "finding": "F7 BBR share" if a == "bbr" else "F8 Cubic share",
-                    "ours": _share(steady, a),
-                    "paper_text": "up to 0.999" if a == "bbr" else "0.70-0.80",
-                }
-            )
+        info = what[outcome.run.name]
+        found = _findings(info, batch.run_dir(outcome), scale, duration)
+        if "twin_of" not in info:
+            rows += found
+            continue
+        for r in found:
+            if math.isfinite(r["ours"]):
+                kernel.setdefault(tuple(r[k] for k in _ROW_KEY), []).append(r["ours"])
     table = pd.DataFrame(rows)
     for col in ("paper", "paper_text", "model", "error_median"):
         if col not in table:
             table[col] = math.nan if col != "paper_text" else ""
+    keys = [tuple(r) for r in table[_ROW_KEY].itertuples(index=False)]
+    table["kernel"] = [float(np.median(kernel[k])) if k in kernel else math.nan for k in keys]
+    table["kernel_runs"] = [" / ".join(f"{v:.3g}" for v in kernel.get(k, [])) for k in keys]
     return table[
         [
-            "finding",
-            "setting",
-            "flows",
-            "scheme",
+            *_ROW_KEY,
             "ours",
+            "kernel",
+            "kernel_runs",
             "paper",
             "paper_text",
             "model",
@@ -287,8 +342,9 @@ def reproduce_scale(
     out: str | Path | None = None,
     workers: int | None = None,
     command: list[str] | None = None,
+    kernel_runs: int = 0,
 ) -> Reproduction:
-    p, what = plan(scale, duration)
+    p, what = plan(scale, duration, kernel_runs)
 
     def analysis(batch: BatchResult) -> pd.DataFrame | None:
         if batch.failed:
@@ -315,6 +371,11 @@ def reproduce_scale(
         "the whole run (the paper: hours, the first 5 min ignored)",
         "model: Ware et al. IMC'19 eqs. 9-11 (cclab.models.bbr_share)",
     ]
+    if kernel_runs:
+        notes.append(
+            f"kernel: median of {kernel_runs} emulator run(s) with Linux's reno/cubic/bbr per "
+            f"finding, settings up to {KERNEL_MAX_RATE_BPS / 1e9:g} Gbit/s; no halvings counted"
+        )
     return Reproduction(
         name="scale",
         table=result.analysis,

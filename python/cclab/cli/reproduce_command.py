@@ -43,6 +43,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="scale: simulated seconds per run (default 300)",
     )
     parser.add_argument(
+        "--kernel-runs",
+        type=int,
+        default=0,
+        metavar="K",
+        help="scale: also run each mix K times with Linux's reno/cubic/bbr in the emulator "
+        "(needs root; settings up to 1 Gbit/s) and show their median beside ours",
+    )
+    parser.add_argument(
         "--seeds", type=int, default=None, help="seeds per scheme (default: 3; rtt-fairness 1)"
     )
     parser.add_argument(
@@ -89,6 +97,8 @@ HEADERS = {
     "setting": "setting",
     "flows": "flows",
     "ours": "ours",
+    "kernel": "kernel",
+    "kernel_runs": "kernel runs",
     "paper_text": "paper says",
     "model": "model",
     "error_median": "median err",
@@ -120,6 +130,7 @@ def print_reproduction(rep: Reproduction, console: Console) -> None:
             "finding",
             "setting",
             "paper_text",
+            "kernel_runs",
             "configuration",
             "inbox",
             "bottleneck",
@@ -140,6 +151,7 @@ def execute(args: argparse.Namespace) -> int:
             rep = reproduce_scale(
                 **extra,
                 scale=args.scale,
+                kernel_runs=args.kernel_runs,
                 out=args.out,
                 workers=args.jobs,
                 command=["cclab", *sys.argv[1:]],
@@ -148,6 +160,8 @@ def execute(args: argparse.Namespace) -> int:
             raise CommandError(str(e)) from e
         print_reproduction(rep, make_console())
         return 0
+    if args.kernel_runs:
+        raise CommandError("--kernel-runs applies to `cclab reproduce scale` only")
     kwargs: dict[str, Any] = {"out": args.out, "workers": args.jobs}
     if args.seeds is not None:
         if args.seeds < 1:
