@@ -84,7 +84,7 @@ main(int argc, char* argv[])
     Config::SetDefault("ns3::TcpSocketBase::Sack", BooleanValue(true));
     Config::SetDefault("ns3::TcpSocketBase::Timestamp", BooleanValue(true));
 
-    // The bottleneck joins two routers; hosts hang off them on access links.
+    // The bottleneck joins two routers (with --topology=dumbbell, hosts hang off them).
     NodeContainer routers;
     routers.Create(2);
     PointToPointHelper bottleneck;
