@@ -1,5 +1,5 @@
-//! The packet log as a pcap capture (`--pcap`), for Wireshark and tcpdump: what a capture on
-//! the senders' host would show. Every data packet appears when it was sent (dropped ones
+//! The packet log as a pcapng capture (`--pcap`, written through `pcapng`), for Wireshark,
+//! tshark, tcptrace: what a capture on the senders' host would show. Every data packet appears when it was sent (dropped ones
 //! included: they left the sender), every delivered ACK when it reached the sender; a dropped
 //! ACK never did, so it is absent.
 //!
@@ -12,14 +12,11 @@
 //! 10.0.0.x:port → 10.255.0.1:5201, the sender's address and port counting up with `i`.
 //! SACK blocks, flags beyond ACK/PSH and the handshake are not modelled.
 
+use crate::pcapng;
 use crate::record::{Fate, PacketKind, NEVER};
 use crate::scenario::{MSS, PACKET_BYTES};
 use std::io::{self, Write};
 
-/// pcap's magic for nanosecond timestamps (little-endian file).
-const MAGIC_NS: u32 = 0xa1b2_3c4d;
-/// LINKTYPE_RAW: each packet starts with its IP header.
-const LINKTYPE_RAW: u32 = 101;
 /// Bytes of headers each captured packet holds.
 pub const CAPTURED: usize = (PACKET_BYTES - MSS) as usize;
 const IP_HEADER: usize = 20;
@@ -132,25 +129,15 @@ pub fn write(out: impl Write, cols: &CaptureColumns) -> io::Result<usize> {
         .collect();
     order.sort_unstable();
     let mut out = io::BufWriter::new(out);
-    let mut global = Vec::with_capacity(24);
-    global.extend_from_slice(&MAGIC_NS.to_le_bytes());
-    global.extend_from_slice(&2u16.to_le_bytes());
-    global.extend_from_slice(&4u16.to_le_bytes());
-    global.extend_from_slice(&[0; 8]); // thiszone, sigfigs
-    global.extend_from_slice(&(CAPTURED as u32).to_le_bytes()); // snaplen
-    global.extend_from_slice(&LINKTYPE_RAW.to_le_bytes());
-    out.write_all(&global)?;
+    pcapng::write_header(&mut out, CAPTURED as u32, "cclab packet log (synthetic headers)")?;
+    let mut block = Vec::with_capacity(pcapng::packet_block_len(CAPTURED));
     for &(time, i) in &order {
         let data = cols.kind[i] == PacketKind::Data as u8;
         let size = cols.size[i];
-        let mut rec = [0u8; 16];
-        rec[0..4].copy_from_slice(&((time / 1_000_000_000) as u32).to_le_bytes());
-        rec[4..8].copy_from_slice(&((time % 1_000_000_000) as u32).to_le_bytes());
         let captured = (size as usize).min(CAPTURED);
-        rec[8..12].copy_from_slice(&(captured as u32).to_le_bytes());
-        rec[12..16].copy_from_slice(&size.to_le_bytes());
-        out.write_all(&rec)?;
-        out.write_all(&headers(cols.flow[i], data, size, cols.seq[i], time)[..captured])?;
+        block.clear();
+        pcapng::push_packet(&mut block, time, &headers(cols.flow[i], data, size, cols.seq[i], time)[..captured], size);
+        out.write_all(&block)?;
     }
     out.flush()?;
     Ok(order.len())
@@ -160,9 +147,6 @@ pub fn write(out: impl Write, cols: &CaptureColumns) -> io::Result<usize> {
 mod tests {
     use super::*;
 
-    fn u32_at(b: &[u8], at: usize) -> u32 {
-        u32::from_le_bytes(b[at..at + 4].try_into().unwrap())
-    }
     fn be32(b: &[u8], at: usize) -> u32 {
         u32::from_be_bytes(b[at..at + 4].try_into().unwrap())
     }
@@ -184,27 +168,49 @@ mod tests {
         };
         let mut bytes = Vec::new();
         assert_eq!(write(&mut bytes, &cols).unwrap(), 3, "the dropped ACK never reached the sender");
-        assert_eq!(u32_at(&bytes, 0), MAGIC_NS);
-        assert_eq!(u32_at(&bytes, 20), LINKTYPE_RAW);
-        let rec = |k: usize| &bytes[24 + k * (16 + CAPTURED)..24 + (k + 1) * (16 + CAPTURED)];
-        assert_eq!(bytes.len(), 24 + 3 * (16 + CAPTURED));
-        // Both data packets (the dropped one too) at their send times, then the ACK.
-        assert_eq!((u32_at(rec(0), 0), u32_at(rec(0), 4)), (0, 1_000));
-        assert_eq!((u32_at(rec(2), 0), u32_at(rec(2), 4)), (1, 500_000_007));
-        assert_eq!((u32_at(rec(0), 8), u32_at(rec(0), 12)), (52, 1500), "headers captured, size on the wire");
-        let (ip, tcp) = (&rec(1)[16..36], &rec(1)[36..]);
+        let cap = pcapng::read(&bytes).unwrap();
+        assert_eq!((cap.linktype, cap.snaplen, cap.tsresol), (pcapng::LINKTYPE_RAW, CAPTURED as u32, 9));
+        let rec = |k: usize| &cap.packets[k];
+        assert_eq!(cap.packets.len(), 3);
+        // Both data packets (the dropped one too) at their send times, then the ACK at its
+        // arrival, to the nanosecond (a second and a half in: the 64-bit timestamp's upper
+        // word is not needed, the lower carries it).
+        assert_eq!([rec(0).0, rec(1).0, rec(2).0], [1_000, 2_000, 1_500_000_007]);
+        assert_eq!((rec(0).2.len(), rec(0).1), (52, 1500), "headers captured, size on the wire");
+        let (ip, tcp) = (&rec(1).2[..20], &rec(1).2[20..]);
         assert_eq!(checksum(ip), 0, "a valid IPv4 header checksums to zero");
         assert_eq!(u16::from_be_bytes([ip[2], ip[3]]), 1500);
         assert_eq!(be32(tcp, 4), 1448, "the data's sequence number is its stream offset");
         // Payload = total length − 20 − 32 = 1448 = MSS: the next segment's sequence number
         // follows on, so Wireshark sees no gap.
         assert_eq!((tcp[12] >> 4) as usize * 4, 32);
-        let ack = &rec(2)[36..];
+        let ack = &rec(2).2[20..];
         assert_eq!((be32(ack, 4), be32(ack, 8)), (0, 1448), "the ACK's acknowledgment number");
         assert_eq!(ack[13], TCP_ACK);
         // The ACK runs the other way, between the same ports.
-        assert_eq!(&rec(2)[28..32], &rec(0)[32..36]);
-        assert_eq!(&ack[0..2], &rec(0)[36 + 2..36 + 4]);
+        assert_eq!(&rec(2).2[16..20], &rec(0).2[12..16]);
+        assert_eq!(&ack[0..2], &rec(0).2[20 + 2..20 + 4]);
+    }
+
+    #[test]
+    fn times_beyond_four_seconds_use_the_upper_word() {
+        // 2^32 ns is 4.3 s: a timestamp past it must survive the split into two words.
+        let t = 3_600_000_000_123u64;
+        let cols = CaptureColumns {
+            flow: &[0],
+            kind: &[PacketKind::Data as u8],
+            size: &[40],
+            sent: &[t],
+            arrived: &[NEVER],
+            fate: &[Fate::DropLoss as u8],
+            seq: &[7],
+        };
+        let mut bytes = Vec::new();
+        write(&mut bytes, &cols).unwrap();
+        let cap = pcapng::read(&bytes).unwrap();
+        assert_eq!(cap.packets[0].0, t);
+        // A packet smaller than the headers is captured whole (its original length).
+        assert_eq!((cap.packets[0].1, cap.packets[0].2.len()), (40, 40));
     }
 
     #[test]
