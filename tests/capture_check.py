@@ -29,10 +29,9 @@ def time_ns(packet: Packet) -> int:
 def expected_capture(log: pd.DataFrame) -> pd.DataFrame:
     """The rows of a packet log a capture at the senders holds, with `time` (data when sent,
     dropped ones too: they left the sender; ACKs when delivered to it), in capture order:
-    by time, ties in table order."""
+    by time, ties in the order the packets were made (uid)."""
     log = log.reset_index(drop=True)
     data = log["kind"] == "data"
     rows = log[data | ((log["kind"] == "ack") & (log["fate"] == "delivered"))].copy()
     rows["time"] = rows["sent_ns"].where(rows["kind"] == "data", rows["arrived_ns"])
-    rows["row"] = rows.index
-    return rows.sort_values(["time", "row"]).reset_index(drop=True)
+    return rows.sort_values(["time", "uid"]).reset_index(drop=True)

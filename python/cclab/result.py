@@ -177,6 +177,7 @@ class RunResult:
             )
         return _core.write_pcap(
             Path(path),
+            cols["uid"],
             cols["flow"],
             cols["kind"],
             cols["size"],

@@ -34,6 +34,9 @@ const TCP_PSH: u8 = 0x08;
 /// The packet table's columns a capture needs, all of one length (`analyze`'s layout).
 #[derive(Clone, Copy, Debug)]
 pub struct CaptureColumns<'a> {
+    /// Unique and counting up in the order packets were created (both engines): the order of
+    /// packets sent, or arrived, at the same nanosecond.
+    pub uid: &'a [u64],
     pub flow: &'a [u32],
     pub kind: &'a [u8],
     pub size: &'a [u32],
@@ -47,6 +50,7 @@ impl CaptureColumns<'_> {
     fn len(&self) -> Result<usize, String> {
         let n = self.flow.len();
         let lens = [
+            ("uid", self.uid.len()),
             ("kind", self.kind.len()),
             ("size", self.size.len()),
             ("sent_ns", self.sent.len()),
@@ -117,12 +121,14 @@ fn headers(flow: u32, data: bool, size: u32, seq: u32, time: u64) -> [u8; CAPTUR
 /// Writes the capture of `cols` to `out`; returns the number of packets written.
 pub fn write(out: impl Write, cols: &CaptureColumns) -> io::Result<usize> {
     let n = cols.len().map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
-    // (time, row): data when sent, delivered ACKs when they arrived; ties in table order.
-    let mut order: Vec<(u64, usize)> = (0..n)
+    // (time, uid, row): data when sent, delivered ACKs when they arrived; ties in the order
+    // the packets were made (the table's order is the order their fates were known, so two
+    // segments sent at once may be logged the other way round).
+    let mut order: Vec<(u64, u64, usize)> = (0..n)
         .filter_map(|i| match cols.kind[i] {
-            k if k == PacketKind::Data as u8 => Some((cols.sent[i], i)),
+            k if k == PacketKind::Data as u8 => Some((cols.sent[i], cols.uid[i], i)),
             k if k == PacketKind::Ack as u8 && cols.fate[i] == Fate::Delivered as u8 && cols.arrived[i] != NEVER => {
-                Some((cols.arrived[i], i))
+                Some((cols.arrived[i], cols.uid[i], i))
             }
             _ => None,
         })
@@ -131,7 +137,7 @@ pub fn write(out: impl Write, cols: &CaptureColumns) -> io::Result<usize> {
     let mut out = io::BufWriter::new(out);
     pcapng::write_header(&mut out, CAPTURED as u32, "cclab packet log (synthetic headers)")?;
     let mut block = Vec::with_capacity(pcapng::packet_block_len(CAPTURED));
-    for &(time, i) in &order {
+    for &(time, _, i) in &order {
         let data = cols.kind[i] == PacketKind::Data as u8;
         let size = cols.size[i];
         let captured = (size as usize).min(CAPTURED);
@@ -158,6 +164,7 @@ mod tests {
         let (ok, dropped) = (Fate::Delivered as u8, Fate::DropQueue as u8);
         // Data at offsets 0 and 1448 (the second dropped), the ACK of the first, a dropped ACK.
         let cols = CaptureColumns {
+            uid: &[0, 1, 2, 3],
             flow: &[0, 0, 0, 1],
             kind: &[d, d, a, a],
             size: &[1500, 1500, 52, 52],
@@ -197,6 +204,7 @@ mod tests {
         // 2^32 ns is 4.3 s: a timestamp past it must survive the split into two words.
         let t = 3_600_000_000_123u64;
         let cols = CaptureColumns {
+            uid: &[0],
             flow: &[0],
             kind: &[PacketKind::Data as u8],
             size: &[40],
@@ -214,11 +222,41 @@ mod tests {
     }
 
     #[test]
+    fn packets_of_the_same_nanosecond_keep_their_sending_order() {
+        // Two segments sent at once, logged the other way round (the second's fate was known
+        // first: it was dropped on arrival at the queue).
+        let d = PacketKind::Data as u8;
+        let cols = CaptureColumns {
+            uid: &[8, 7],
+            flow: &[0, 0],
+            kind: &[d, d],
+            size: &[1500, 1500],
+            sent: &[5, 5],
+            arrived: &[NEVER, 9],
+            fate: &[Fate::DropQueue as u8, Fate::Delivered as u8],
+            seq: &[1448, 0],
+        };
+        let mut bytes = Vec::new();
+        write(&mut bytes, &cols).unwrap();
+        let seqs: Vec<u32> = pcapng::read(&bytes).unwrap().packets.iter().map(|p| be32(&p.2, 24)).collect();
+        assert_eq!(seqs, [0, 1448]);
+    }
+
+    #[test]
     fn flows_get_their_own_ports_and_mismatched_columns_are_refused() {
         assert_eq!(sender_of(0), (0x0a00_0001, 10_000));
         assert_eq!(sender_of(1), (0x0a00_0001, 10_001));
         assert_eq!(sender_of(50_000), (0x0a00_0002, 10_000));
-        let cols = CaptureColumns { flow: &[0], kind: &[], size: &[], sent: &[], arrived: &[], fate: &[], seq: &[] };
+        let cols = CaptureColumns {
+            uid: &[0],
+            flow: &[0],
+            kind: &[],
+            size: &[],
+            sent: &[],
+            arrived: &[],
+            fate: &[],
+            seq: &[],
+        };
         let e = write(Vec::new(), &cols).unwrap_err();
         assert!(e.to_string().contains("`kind` has 0 rows, `flow` has 1"), "{e}");
     }
