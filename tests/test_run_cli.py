@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import struct
 from pathlib import Path
 
 import pandas as pd
 
+from capture_check import expected_capture, read_capture, time_ns
 from conftest import SMALL, cclab_process
 
 
@@ -60,52 +60,51 @@ def test_malformed_set_is_a_usage_error(cli, write_scenario) -> None:
         raise AssertionError("argparse accepted --set without '='")
 
 
-def _read_pcap(path: Path) -> list[tuple[int, int, bytes]]:
-    """(time in ns, original length, captured bytes) of each packet of a nanosecond pcap."""
-    data = path.read_bytes()
-    magic, _, _, _, _, snaplen, linktype = struct.unpack_from("<IHHiIII", data, 0)
-    assert (magic, linktype) == (0xA1B23C4D, 101)  # nanosecond pcap, raw IPv4
-    out, at = [], 24
-    while at < len(data):
-        sec, nsec, incl, orig = struct.unpack_from("<IIII", data, at)
-        assert incl <= snaplen
-        out.append((sec * 1_000_000_000 + nsec, orig, data[at + 16 : at + 16 + incl]))
-        at += 16 + incl
-    return out
-
-
 def test_pcap_carries_tcp_sequence_and_acknowledgment_numbers(
     cli, write_scenario, tmp_path: Path
 ) -> None:
+    from scapy.layers.inet import IP, TCP
+
     path = write_scenario(SMALL)
-    capture = tmp_path / "run.pcap"
+    capture = tmp_path / "run.pcapng"
     code, out, err = cli(
         "run", path, "--out", tmp_path / "run", "--pcap", capture, "--set", "duration=2s"
     )
     assert code == 0, err
-    assert f"capture: {capture}" in out.replace("\n", "")
-    packets = _read_pcap(capture)
+    packets = read_capture(capture)
     log = pd.read_parquet(tmp_path / "run" / "packets.parquet")  # --pcap keeps the log
-    data = log[log["kind"] == "data"]
-    acks = log[(log["kind"] == "ack") & (log["fate"] == "delivered")]
+    expected = expected_capture(log)
     # Every data packet (dropped ones too: they left the sender) and every delivered ACK.
-    assert len(packets) == len(data) + len(acks)
-    times = [t for t, _, _ in packets]
-    assert times == sorted(times)
+    assert len(packets) == len(expected) > 1000
+    assert f"capture: {capture} ({len(packets)} packets)" in out.replace("\n", "")
+    # Timestamps to the nanosecond: the records' send and arrival times exactly.
+    assert [time_ns(p) for p in packets] == expected["time"].tolist()
+    assert [p.wirelen for p in packets] == expected["size"].tolist()
     by_flow: dict[int, list[int]] = {}
-    for _, orig, raw in packets:
-        ip, tcp = raw[:20], raw[20:]
-        assert struct.unpack_from(">H", ip, 2)[0] == orig  # IP total length = size on wire
-        sport, dport, seq, ack = struct.unpack_from(">HHII", tcp, 0)
-        if dport == 5201:  # data, sender → receiver
+    for p, row in zip(packets, expected.itertuples(), strict=True):
+        ip, tcp = p[IP], p[TCP]
+        assert ip.len == row.size  # IP total length = size on the wire
+        if row.kind == "data":  # sender → receiver
+            assert (ip.dst, tcp.dport, tcp.sport) == ("10.255.0.1", 5201, 10_000 + row.flow)
+            assert tcp.seq == row.seq and tcp.ack == 0
             # Payload = total - 20 (IP) - 32 (TCP with timestamps) = 1448, the MSS: the next
             # segment's sequence number follows, which is what Wireshark's analysis checks.
-            assert (tcp[12] >> 4) * 4 == 32 and orig - 52 == 1448
-            assert seq % 1448 == 0
-            by_flow.setdefault(sport, []).append(seq)
+            assert tcp.dataofs * 4 == 32 and row.size - 52 == 1448
+            by_flow.setdefault(tcp.sport, []).append(tcp.seq)
         else:
-            assert seq == 0 and ack % 1448 == 0
+            assert (ip.src, tcp.sport, tcp.dport) == ("10.255.0.1", 5201, 10_000 + row.flow)
+            assert tcp.seq == 0 and tcp.ack == row.seq and tcp.ack % 1448 == 0
     # Three flows, each starting at stream offset 0 and sending new data upwards.
     assert len(by_flow) == 3
     for seqs in by_flow.values():
         assert seqs[0] == 0 and max(seqs) > 100 * 1448
+
+
+def test_pcap_into_a_missing_folder_is_refused_before_running(
+    cli, write_scenario, tmp_path: Path
+) -> None:
+    capture = tmp_path / "nowhere" / "run.pcapng"
+    code, out, err = cli("run", write_scenario(SMALL), "--out", tmp_path / "r", "--pcap", capture)
+    assert (code, out) == (2, "")
+    assert f"cannot write the capture {capture}: its folder does not exist" in err
+    assert not (tmp_path / "r").exists()

@@ -8,7 +8,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from cclab.engines import DEFAULT_ENGINE, engine_runner, engine_validator
+from cclab.engines import DEFAULT_ENGINE, engine_named, engine_runner, engine_validator
 from cclab.result import RunResult
 from cclab.scenario_source import ScenarioSource, core_source, describe, overrides_json
 from cclab.sender_trace import TraceOption, interval_ns
@@ -41,6 +41,7 @@ def run(
     out: str | Path | None = None,
     progress: ProgressCallback | None = None,
     engine: str = DEFAULT_ENGINE,
+    pcap: str | Path | None = None,
     **overrides: Any,
 ) -> RunResult:
     """Simulates (or, with `engine="emu"`, emulates in real time) a scenario and returns its
@@ -56,14 +57,28 @@ def run(
     `trace` samples every flow's sender over time into `result.trace` (and `trace.parquet`):
     True samples at most once per flow per 10 ms, a duration ("1ms") sets the interval, "ack"
     samples after every ACK.
+
+    `pcap` writes a pcapng capture at the senders there (`stats["pcap_packets"]` counts its
+    packets): the emulator captures the real packets crossing its link while it runs (the file
+    appears only when the run completed); the simulator writes synthetic headers from its
+    packet log afterwards (`RunResult.write_pcap`), so it keeps the log (`log_packets`).
     """
     core_run = engine_runner(engine)
+    native_pcap = pcap is not None and engine_named(engine).captures_packets
     trace_ns = interval_ns(trace)
     text, is_path = core_source(source)
     started_at = datetime.now().astimezone()
     t0 = time.perf_counter()
+    extra: dict[str, Any] = {"pcap": Path(pcap)} if native_pcap else {}
+    log_packets = log_packets or (pcap is not None and not native_pcap)
     raw = core_run(
-        text, is_path, overrides_json(overrides, seed), log_packets, progress, trace_ns=trace_ns
+        text,
+        is_path,
+        overrides_json(overrides, seed),
+        log_packets,
+        progress,
+        trace_ns=trace_ns,
+        **extra,
     )
     result = RunResult.from_core(
         raw,
@@ -71,6 +86,8 @@ def run(
         started_at=started_at,
         wall_secs=time.perf_counter() - t0,
     )
+    if pcap is not None and not native_pcap:
+        result.stats["pcap_packets"] = result.write_pcap(pcap)
     if out is not None:
         result.save(out)
     return result

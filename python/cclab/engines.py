@@ -52,6 +52,9 @@ class Engine:
     real_time: bool
     #: It needs root (namespaces, TUN devices).
     needs_root: bool
+    #: It captures the real packets itself while it runs (its run function takes `pcap=`);
+    #: otherwise `--pcap` writes synthetic headers from the packet log afterwards.
+    captures_packets: bool
 
     def available(self) -> bool:
         """Whether this build of `cclab._core` has the engine."""
@@ -92,6 +95,7 @@ SIM = Engine(
     serial=False,
     real_time=False,
     needs_root=False,
+    captures_packets=False,
 )
 #: The emulator also validates its own schemes (`kernel:<name>`, `wrapper:<file>`).
 EMU = Engine(
@@ -104,6 +108,7 @@ EMU = Engine(
     serial=True,
     real_time=True,
     needs_root=True,
+    captures_packets=True,
 )
 
 #: Every engine, by name, in the order help texts list them.

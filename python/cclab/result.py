@@ -160,11 +160,12 @@ class RunResult:
         return plot(study_of_run(self), which)
 
     def write_pcap(self, path: str | Path) -> int:
-        """Writes the packet log as a pcap capture at the senders (`cclab_core::pcap`): data
-        when sent, with its stream offset as the TCP sequence number, and delivered ACKs when
-        they arrived, with their cumulative acknowledgment, so Wireshark's TCP sequence
-        analysis works. Returns the number of packets written. Needs a run that logged
-        packets (`log_packets=True`)."""
+        """Writes the packet log as a pcapng capture at the senders (`cclab_core::pcap`):
+        synthetic IPv4 + TCP headers, data when sent, with its stream offset as the TCP
+        sequence number, and delivered ACKs when they arrived, with their cumulative
+        acknowledgment, so Wireshark's TCP sequence analysis works. Returns the number of
+        packets written. Needs a run that logged packets (`log_packets=True`). (An emulator
+        run captures its real packets itself: `cclab.run(..., pcap=path)`.)"""
         cols = self.packet_columns
         if cols is None:
             raise ValueError("this run kept no packet log; run it with log_packets=True")
@@ -176,6 +177,7 @@ class RunResult:
             )
         return _core.write_pcap(
             Path(path),
+            cols["uid"],
             cols["flow"],
             cols["kind"],
             cols["size"],

@@ -19,6 +19,7 @@ pub use time::Time;
 pub use units::{Bytes, Dur, QueueSize, Rate};
 pub mod metrics;
 pub mod pcap;
+pub mod pcapng;
 pub mod record;
 pub mod schema;
 

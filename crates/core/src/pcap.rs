@@ -1,5 +1,5 @@
-//! The packet log as a pcap capture (`--pcap`), for Wireshark and tcpdump: what a capture on
-//! the senders' host would show. Every data packet appears when it was sent (dropped ones
+//! The packet log as a pcapng capture (`--pcap`, written through `pcapng`), for Wireshark,
+//! tshark, tcptrace: what a capture on the senders' host would show. Every data packet appears when it was sent (dropped ones
 //! included: they left the sender), every delivered ACK when it reached the sender; a dropped
 //! ACK never did, so it is absent.
 //!
@@ -12,14 +12,11 @@
 //! 10.0.0.x:port → 10.255.0.1:5201, the sender's address and port counting up with `i`.
 //! SACK blocks, flags beyond ACK/PSH and the handshake are not modelled.
 
+use crate::pcapng;
 use crate::record::{Fate, PacketKind, NEVER};
 use crate::scenario::{MSS, PACKET_BYTES};
 use std::io::{self, Write};
 
-/// pcap's magic for nanosecond timestamps (little-endian file).
-const MAGIC_NS: u32 = 0xa1b2_3c4d;
-/// LINKTYPE_RAW: each packet starts with its IP header.
-const LINKTYPE_RAW: u32 = 101;
 /// Bytes of headers each captured packet holds.
 pub const CAPTURED: usize = (PACKET_BYTES - MSS) as usize;
 const IP_HEADER: usize = 20;
@@ -37,6 +34,9 @@ const TCP_PSH: u8 = 0x08;
 /// The packet table's columns a capture needs, all of one length (`analyze`'s layout).
 #[derive(Clone, Copy, Debug)]
 pub struct CaptureColumns<'a> {
+    /// Unique and counting up in the order packets were created (both engines): the order of
+    /// packets sent, or arrived, at the same nanosecond.
+    pub uid: &'a [u64],
     pub flow: &'a [u32],
     pub kind: &'a [u8],
     pub size: &'a [u32],
@@ -50,6 +50,7 @@ impl CaptureColumns<'_> {
     fn len(&self) -> Result<usize, String> {
         let n = self.flow.len();
         let lens = [
+            ("uid", self.uid.len()),
             ("kind", self.kind.len()),
             ("size", self.size.len()),
             ("sent_ns", self.sent.len()),
@@ -120,37 +121,29 @@ fn headers(flow: u32, data: bool, size: u32, seq: u32, time: u64) -> [u8; CAPTUR
 /// Writes the capture of `cols` to `out`; returns the number of packets written.
 pub fn write(out: impl Write, cols: &CaptureColumns) -> io::Result<usize> {
     let n = cols.len().map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
-    // (time, row): data when sent, delivered ACKs when they arrived; ties in table order.
-    let mut order: Vec<(u64, usize)> = (0..n)
+    // (time, uid, row): data when sent, delivered ACKs when they arrived; ties in the order
+    // the packets were made (the table's order is the order their fates were known, so two
+    // segments sent at once may be logged the other way round).
+    let mut order: Vec<(u64, u64, usize)> = (0..n)
         .filter_map(|i| match cols.kind[i] {
-            k if k == PacketKind::Data as u8 => Some((cols.sent[i], i)),
+            k if k == PacketKind::Data as u8 => Some((cols.sent[i], cols.uid[i], i)),
             k if k == PacketKind::Ack as u8 && cols.fate[i] == Fate::Delivered as u8 && cols.arrived[i] != NEVER => {
-                Some((cols.arrived[i], i))
+                Some((cols.arrived[i], cols.uid[i], i))
             }
             _ => None,
         })
         .collect();
     order.sort_unstable();
     let mut out = io::BufWriter::new(out);
-    let mut global = Vec::with_capacity(24);
-    global.extend_from_slice(&MAGIC_NS.to_le_bytes());
-    global.extend_from_slice(&2u16.to_le_bytes());
-    global.extend_from_slice(&4u16.to_le_bytes());
-    global.extend_from_slice(&[0; 8]); // thiszone, sigfigs
-    global.extend_from_slice(&(CAPTURED as u32).to_le_bytes()); // snaplen
-    global.extend_from_slice(&LINKTYPE_RAW.to_le_bytes());
-    out.write_all(&global)?;
-    for &(time, i) in &order {
+    pcapng::write_header(&mut out, CAPTURED as u32, "cclab packet log (synthetic headers)")?;
+    let mut block = Vec::with_capacity(pcapng::packet_block_len(CAPTURED));
+    for &(time, _, i) in &order {
         let data = cols.kind[i] == PacketKind::Data as u8;
         let size = cols.size[i];
-        let mut rec = [0u8; 16];
-        rec[0..4].copy_from_slice(&((time / 1_000_000_000) as u32).to_le_bytes());
-        rec[4..8].copy_from_slice(&((time % 1_000_000_000) as u32).to_le_bytes());
         let captured = (size as usize).min(CAPTURED);
-        rec[8..12].copy_from_slice(&(captured as u32).to_le_bytes());
-        rec[12..16].copy_from_slice(&size.to_le_bytes());
-        out.write_all(&rec)?;
-        out.write_all(&headers(cols.flow[i], data, size, cols.seq[i], time)[..captured])?;
+        block.clear();
+        pcapng::push_packet(&mut block, time, &headers(cols.flow[i], data, size, cols.seq[i], time)[..captured], size);
+        out.write_all(&block)?;
     }
     out.flush()?;
     Ok(order.len())
@@ -160,9 +153,6 @@ pub fn write(out: impl Write, cols: &CaptureColumns) -> io::Result<usize> {
 mod tests {
     use super::*;
 
-    fn u32_at(b: &[u8], at: usize) -> u32 {
-        u32::from_le_bytes(b[at..at + 4].try_into().unwrap())
-    }
     fn be32(b: &[u8], at: usize) -> u32 {
         u32::from_be_bytes(b[at..at + 4].try_into().unwrap())
     }
@@ -174,6 +164,7 @@ mod tests {
         let (ok, dropped) = (Fate::Delivered as u8, Fate::DropQueue as u8);
         // Data at offsets 0 and 1448 (the second dropped), the ACK of the first, a dropped ACK.
         let cols = CaptureColumns {
+            uid: &[0, 1, 2, 3],
             flow: &[0, 0, 0, 1],
             kind: &[d, d, a, a],
             size: &[1500, 1500, 52, 52],
@@ -184,27 +175,71 @@ mod tests {
         };
         let mut bytes = Vec::new();
         assert_eq!(write(&mut bytes, &cols).unwrap(), 3, "the dropped ACK never reached the sender");
-        assert_eq!(u32_at(&bytes, 0), MAGIC_NS);
-        assert_eq!(u32_at(&bytes, 20), LINKTYPE_RAW);
-        let rec = |k: usize| &bytes[24 + k * (16 + CAPTURED)..24 + (k + 1) * (16 + CAPTURED)];
-        assert_eq!(bytes.len(), 24 + 3 * (16 + CAPTURED));
-        // Both data packets (the dropped one too) at their send times, then the ACK.
-        assert_eq!((u32_at(rec(0), 0), u32_at(rec(0), 4)), (0, 1_000));
-        assert_eq!((u32_at(rec(2), 0), u32_at(rec(2), 4)), (1, 500_000_007));
-        assert_eq!((u32_at(rec(0), 8), u32_at(rec(0), 12)), (52, 1500), "headers captured, size on the wire");
-        let (ip, tcp) = (&rec(1)[16..36], &rec(1)[36..]);
+        let cap = pcapng::read(&bytes).unwrap();
+        assert_eq!((cap.linktype, cap.snaplen, cap.tsresol), (pcapng::LINKTYPE_RAW, CAPTURED as u32, 9));
+        let rec = |k: usize| &cap.packets[k];
+        assert_eq!(cap.packets.len(), 3);
+        // Both data packets (the dropped one too) at their send times, then the ACK at its
+        // arrival, to the nanosecond (a second and a half in: the 64-bit timestamp's upper
+        // word is not needed, the lower carries it).
+        assert_eq!([rec(0).0, rec(1).0, rec(2).0], [1_000, 2_000, 1_500_000_007]);
+        assert_eq!((rec(0).2.len(), rec(0).1), (52, 1500), "headers captured, size on the wire");
+        let (ip, tcp) = (&rec(1).2[..20], &rec(1).2[20..]);
         assert_eq!(checksum(ip), 0, "a valid IPv4 header checksums to zero");
         assert_eq!(u16::from_be_bytes([ip[2], ip[3]]), 1500);
         assert_eq!(be32(tcp, 4), 1448, "the data's sequence number is its stream offset");
         // Payload = total length − 20 − 32 = 1448 = MSS: the next segment's sequence number
         // follows on, so Wireshark sees no gap.
         assert_eq!((tcp[12] >> 4) as usize * 4, 32);
-        let ack = &rec(2)[36..];
+        let ack = &rec(2).2[20..];
         assert_eq!((be32(ack, 4), be32(ack, 8)), (0, 1448), "the ACK's acknowledgment number");
         assert_eq!(ack[13], TCP_ACK);
         // The ACK runs the other way, between the same ports.
-        assert_eq!(&rec(2)[28..32], &rec(0)[32..36]);
-        assert_eq!(&ack[0..2], &rec(0)[36 + 2..36 + 4]);
+        assert_eq!(&rec(2).2[16..20], &rec(0).2[12..16]);
+        assert_eq!(&ack[0..2], &rec(0).2[20 + 2..20 + 4]);
+    }
+
+    #[test]
+    fn times_beyond_four_seconds_use_the_upper_word() {
+        // 2^32 ns is 4.3 s: a timestamp past it must survive the split into two words.
+        let t = 3_600_000_000_123u64;
+        let cols = CaptureColumns {
+            uid: &[0],
+            flow: &[0],
+            kind: &[PacketKind::Data as u8],
+            size: &[40],
+            sent: &[t],
+            arrived: &[NEVER],
+            fate: &[Fate::DropLoss as u8],
+            seq: &[7],
+        };
+        let mut bytes = Vec::new();
+        write(&mut bytes, &cols).unwrap();
+        let cap = pcapng::read(&bytes).unwrap();
+        assert_eq!(cap.packets[0].0, t);
+        // A packet smaller than the headers is captured whole (its original length).
+        assert_eq!((cap.packets[0].1, cap.packets[0].2.len()), (40, 40));
+    }
+
+    #[test]
+    fn packets_of_the_same_nanosecond_keep_their_sending_order() {
+        // Two segments sent at once, logged the other way round (the second's fate was known
+        // first: it was dropped on arrival at the queue).
+        let d = PacketKind::Data as u8;
+        let cols = CaptureColumns {
+            uid: &[8, 7],
+            flow: &[0, 0],
+            kind: &[d, d],
+            size: &[1500, 1500],
+            sent: &[5, 5],
+            arrived: &[NEVER, 9],
+            fate: &[Fate::DropQueue as u8, Fate::Delivered as u8],
+            seq: &[1448, 0],
+        };
+        let mut bytes = Vec::new();
+        write(&mut bytes, &cols).unwrap();
+        let seqs: Vec<u32> = pcapng::read(&bytes).unwrap().packets.iter().map(|p| be32(&p.2, 24)).collect();
+        assert_eq!(seqs, [0, 1448]);
     }
 
     #[test]
@@ -212,7 +247,16 @@ mod tests {
         assert_eq!(sender_of(0), (0x0a00_0001, 10_000));
         assert_eq!(sender_of(1), (0x0a00_0001, 10_001));
         assert_eq!(sender_of(50_000), (0x0a00_0002, 10_000));
-        let cols = CaptureColumns { flow: &[0], kind: &[], size: &[], sent: &[], arrived: &[], fate: &[], seq: &[] };
+        let cols = CaptureColumns {
+            uid: &[0],
+            flow: &[0],
+            kind: &[],
+            size: &[],
+            sent: &[],
+            arrived: &[],
+            fate: &[],
+            seq: &[],
+        };
         let e = write(Vec::new(), &cols).unwrap_err();
         assert!(e.to_string().contains("`kind` has 0 rows, `flow` has 1"), "{e}");
     }

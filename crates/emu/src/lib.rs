@@ -17,6 +17,7 @@
 //! dev-dependency.)
 
 pub mod capacity;
+pub mod capture;
 pub mod endpoint;
 pub mod kernel_tcp;
 pub mod netns;

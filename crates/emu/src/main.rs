@@ -2,7 +2,7 @@
 //! debugging the engine. Researchers use `cclab run --engine emu`, which writes a run directory.
 //!
 //! ```text
-//! cclab-emu SCENARIO [--set KEY=VALUE]... [--log-packets] [--no-pin] [--two-threads] [--rt PRIO (0: off)] [--spin-us N] [--tolerance-us US]
+//! cclab-emu SCENARIO [--set KEY=VALUE]... [--log-packets] [--no-pin] [--two-threads] [--rt PRIO (0: off)] [--spin-us N] [--tolerance-us US] [--pcap FILE]
 //! ```
 //! (`cclab-emu --help` says more.)
 //! Prints the per-flow summary and the engine's own figures as `key = value` lines (easy to
@@ -65,6 +65,10 @@ struct Args {
     /// TCP flow that leave together into one GSO write (as a receiving NIC's GRO would).
     #[arg(long)]
     no_gro: bool,
+    /// Captures the packets at the senders' device into this pcapng file (headers and the
+    /// payload's start, 128 bytes a packet).
+    #[arg(long, value_name = "FILE")]
+    pcap: Option<PathBuf>,
 }
 
 /// The default priority, as `--rt` shows it: the engine's own default, 0 when that is off.
@@ -98,6 +102,7 @@ impl Args {
             single_thread: !self.two_threads,
             receive_offload: !self.no_gro,
             trace: None,
+            pcap: self.pcap,
         };
         (self.scenario, overrides, opts)
     }
@@ -233,6 +238,7 @@ fn report(out: &EmuOutput, prop_ns: u64) {
         eprintln!("warning: {w}");
     }
     println!("setup_secs = {:.3}  wall_secs = {:.3}", out.emu.setup_secs, st.wall_secs);
+    println!("captured_packets = {}", out.emu.captured);
 }
 
 fn main() {

@@ -14,6 +14,7 @@
 //! would be tens of µs late, spinning alone would burn a core while idle. A packet written late
 //! is recorded with its true (late) arrival time, and the lateness is reported, never hidden.
 
+use crate::capture::SharedTap;
 use crate::endpoint::Stop;
 use crate::packet::{
     can_follow, mergeable, parse_ipv4, segment_count, tcp_segment_range, write_merged, write_segment, Ipv4Info,
@@ -195,6 +196,16 @@ pub(crate) struct PathConfig {
     /// Merge runs of a kernel TCP flow's segments that leave together into one GSO write, as
     /// a receiving NIC's GRO would (`packet::mergeable`).
     pub merge: bool,
+    /// When this direction's packets are at the senders' device, where `--pcap` captures
+    /// them (`capture`): data when read from it, ACKs when written to it.
+    pub capture_at: CaptureAt,
+}
+
+/// Which of a direction's device operations happens at the senders' device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum CaptureAt {
+    Read,
+    Write,
 }
 
 /// How a forwarding thread runs (it may serve both directions).
@@ -284,10 +295,19 @@ pub(crate) struct Path<'a> {
     train_last: Option<Mergeable>,
     train_payload: usize,
     merged: Vec<u8>,
+    /// Where `--pcap` captures this direction's packets (None: no capture).
+    tap: Option<&'a SharedTap>,
 }
 
 impl<'a> Path<'a> {
-    pub fn new(mut cfg: PathConfig, input: &'a Tun, output: &'a Tun, clock: Clock, tx: mpsc::Sender<Msg>) -> Path<'a> {
+    pub fn new(
+        mut cfg: PathConfig,
+        input: &'a Tun,
+        output: &'a Tun,
+        clock: Clock,
+        tx: mpsc::Sender<Msg>,
+        tap: Option<&'a SharedTap>,
+    ) -> Path<'a> {
         let mut access: Vec<Option<DelayLine<Pkt>>> =
             cfg.access_delay.iter().map(|&d| (d > 0).then(|| DelayLine::new(d))).collect();
         access.push((cfg.unclassified_delay > 0).then(|| DelayLine::new(cfg.unclassified_delay)));
@@ -313,6 +333,18 @@ impl<'a> Path<'a> {
             train_last: None,
             train_payload: 0,
             merged: Vec::new(),
+            tap,
+        }
+    }
+
+    /// Captures packet `p` at `time` if this direction is captured at `when`.
+    #[inline]
+    fn capture(&self, when: CaptureAt, time: u64, p: &Pkt) {
+        if let Some(tap) = self.tap {
+            if self.cfg.capture_at == when && p.flow != UNCLASSIFIED {
+                let bytes = &self.pool.slot_ref(p.slot)[..p.io_len as usize];
+                tap.lock().unwrap_or_else(|e| e.into_inner()).packet(time, bytes);
+            }
         }
     }
 
@@ -400,6 +432,7 @@ impl<'a> Path<'a> {
                 retx,
                 seq,
             };
+            self.capture(CaptureAt::Read, now, &p);
             let line = if flow == UNCLASSIFIED { self.cfg.flows.len() } else { flow as usize };
             match &mut self.access[line] {
                 Some(l) => {
@@ -615,7 +648,10 @@ impl<'a> Path<'a> {
         let late_us = (at.saturating_sub(due) / 1000) as usize;
         self.stats.lateness_us[late_us.min(LATENESS_BUCKETS - 1)] += 1;
         match res {
-            Ok(_) => self.finish(p, at, Fate::Delivered),
+            Ok(_) => {
+                self.capture(CaptureAt::Write, at, &p);
+                self.finish(p, at, Fate::Delivered)
+            }
             Err(e) => {
                 // The receiving kernel refused the packet: a device drop, recorded as such.
                 self.stats.device_drops += 1;

@@ -8,9 +8,10 @@
 //! a dead child or a panic all leave the same nothing behind as a normal end.
 
 use crate::capacity::{self, Capacity};
+use crate::capture::{CaptureFile, SharedTap};
 use crate::endpoint::{AppBytes, Stop};
 use crate::netns::DevCounters;
-use crate::path::{run_paths, FlowTable, Path, PathConfig, PathStats, ThreadConfig, ThreadStats, Transport};
+use crate::path::{run_paths, CaptureAt, FlowTable, Path, PathConfig, PathStats, ThreadConfig, ThreadStats, Transport};
 use crate::process::Program;
 use crate::records::{Collector, Msg};
 use crate::scheme::{self, EmuScheme};
@@ -63,6 +64,9 @@ pub struct EmuOptions {
     /// their ACKs as in the simulator (0: every ACK), kernel senders from TCP_INFO (at least
     /// `kernel_tcp::MIN_SAMPLE_NS` apart). None: no trace.
     pub trace: Option<u64>,
+    /// Capture the packets at the senders' device into this pcapng file (`capture`): written
+    /// while the run goes on, under a temporary name until the run completes.
+    pub pcap: Option<PathBuf>,
 }
 
 impl Default for EmuOptions {
@@ -81,6 +85,7 @@ impl Default for EmuOptions {
             single_thread: true,
             receive_offload: true,
             trace: None,
+            pcap: None,
         }
     }
 }
@@ -144,6 +149,8 @@ pub struct EmuStats {
     /// The forwarding ceiling measured at start-up, and the warning when the link asked for more.
     pub capacity: Capacity,
     pub capacity_warning: Option<String>,
+    /// Packets written to the capture file (`EmuOptions::pcap`; 0 without one).
+    pub captured: u64,
 }
 
 impl EmuStats {
@@ -332,6 +339,16 @@ pub fn run(
         })
         .collect();
     let table = FlowTable::new(&plans.iter().map(|p| (p.port, p.transport())).collect::<Vec<_>>());
+    // The capture file first: a path it cannot write fails the run before anything starts.
+    let capture_error = |e: std::io::Error, p: &std::path::Path| {
+        EmuError::Failed(format!("cannot write the capture {}: {e}", p.display()))
+    };
+    let mut capture = match &opts.pcap {
+        Some(p) => Some(CaptureFile::create(p).map_err(|e| capture_error(e, p))?),
+        None => None,
+    };
+    let tap = SharedTap::default();
+    let tap_ref = capture.is_some().then_some(&tap);
 
     let topo =
         Topology::build().map_err(|e| EmuError::Failed(format!("setting up namespaces and TUN devices: {e}")))?;
@@ -393,11 +410,13 @@ pub fn run(
                 link: Some(path.bottleneck()),
                 prop: path.prop_line(),
                 merge: opts.receive_offload,
+                capture_at: CaptureAt::Read,
             },
             &topo.sender_tun,
             &topo.receiver_tun,
             clock,
             tx.clone(),
+            tap_ref,
         );
         let reverse = Path::new(
             PathConfig {
@@ -415,11 +434,13 @@ pub fn run(
                 // GRO does not merge pure ACKs, and the ACK direction carries nothing else
                 // from kernel TCP.
                 merge: false,
+                capture_at: CaptureAt::Write,
             },
             &topo.receiver_tun,
             &topo.sender_tun,
             clock,
             tx.clone(),
+            tap_ref,
         );
         let th =
             ThreadConfig { spin_ns, tolerance_ns, pin: opts.pin_threads, rt_priority: opts.rt_priority, end: duration };
@@ -532,6 +553,12 @@ pub fn run(
                 }
                 Err(_) => {}
             }
+            if let (Some(f), Some(p)) = (&mut capture, &opts.pcap) {
+                if let Err(e) = f.drain(&tap) {
+                    failure = Some(capture_error(e, p));
+                    break;
+                }
+            }
         }
         // The paths stop at `duration` by themselves (or now, on failure); then the endpoints.
         if failure.is_some() {
@@ -576,6 +603,10 @@ pub fn run(
     if let Some(m) = late_failure {
         return Err(EmuError::Failed(m));
     }
+    let captured = tap.lock().unwrap_or_else(|e| e.into_inner()).packets();
+    if let (Some(f), Some(p)) = (capture, &opts.pcap) {
+        f.finish(&tap).map_err(|e| capture_error(e, p))?;
+    }
     let (sender_tun, receiver_tun) = topo.counters().unwrap_or_default();
     drop(topo);
 
@@ -608,6 +639,7 @@ pub fn run(
             run_ns,
             capacity_warning: capacity.warning(link_bps),
             capacity,
+            captured,
         },
     })
 }

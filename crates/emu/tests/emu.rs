@@ -422,7 +422,7 @@ fn bad_schemes_give_clear_errors() {
 }
 
 /// Starts the `cclab-emu` binary on a long run with a kernel flow, a cclab flow and an
-/// external program, and waits until its flows are running.
+/// external program, capturing into `dir/TAG.pcapng`, and waits until its flows are running.
 fn start_long_run(dir: &Path, tag: &str) -> std::process::Child {
     let wrapper = tagged_wrapper(dir, tag);
     let scenario = dir.join(format!("{tag}-scenario.toml"));
@@ -438,6 +438,8 @@ fn start_long_run(dir: &Path, tag: &str) -> std::process::Child {
     .unwrap();
     let child = Command::new(env!("CARGO_BIN_EXE_cclab-emu"))
         .arg(&scenario)
+        .arg("--pcap")
+        .arg(dir.join(format!("{tag}.pcapng")))
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -484,10 +486,20 @@ fn killed_runs_leave_nothing_behind() {
     let tag = format!("cclabtag{}i", std::process::id());
     let mut child = start_long_run(&dir, &tag);
     assert!(net_namespaces().len() >= before.len() + 2, "the run made its namespaces");
+    // The capture is streamed under a temporary name while the run goes on: the file grows
+    // (in 64 KB writes; at 12 Mbit/s that is a few per second).
+    let partial = dir.join(format!(".{tag}.pcapng.partial"));
+    let t0 = Instant::now();
+    while std::fs::metadata(&partial).map_or(0, |m| m.len()) < 64 << 10 {
+        assert!(t0.elapsed() < Duration::from_secs(5), "the capture is not being written");
+        std::thread::sleep(Duration::from_millis(50));
+    }
     kill(child.id(), libc::SIGINT);
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130), "{status:?}");
     assert_nothing_left(&tag, &before);
+    // An interrupted run leaves no capture, complete-looking or not.
+    assert!(!partial.exists() && !dir.join(format!("{tag}.pcapng")).exists());
 
     // SIGKILL: no handler runs; the kernel must do it all (anonymous namespaces, death signals).
     let tag = format!("cclabtag{}k", std::process::id());
@@ -495,6 +507,8 @@ fn killed_runs_leave_nothing_behind() {
     kill(child.id(), libc::SIGKILL);
     child.wait().unwrap();
     assert_nothing_left(&tag, &before);
+    // Nothing could remove the temporary file, but nothing named it as finished either.
+    assert!(!dir.join(format!("{tag}.pcapng")).exists());
 
     // A child dies: the run notices, fails with a message naming it, and cleans up.
     let tag = format!("cclabtag{}c", std::process::id());
@@ -507,6 +521,7 @@ fn killed_runs_leave_nothing_behind() {
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("flow 2 sender") && stderr.contains("killed by signal 9"), "{stderr}");
     assert_nothing_left(&tag, &before);
+    assert!(!dir.join(format!("{tag}.pcapng")).exists() && !dir.join(format!(".{tag}.pcapng.partial")).exists());
     std::fs::remove_dir_all(dir).ok();
 }
 

@@ -44,9 +44,12 @@ pub fn validate_emu(py: Python<'_>, source: &str, is_path: bool, overrides_json:
 /// Runs a scenario on the emulator, in real time (needs root). The GIL is released while it
 /// runs; every 250 ms it is taken back to call `progress(run_ns, duration_ns)` and to check for
 /// signals, so Ctrl-C stops the run — after everything it created is removed — with
-/// `KeyboardInterrupt`. `trace_ns`: the sender trace's interval, as for `run`.
+/// `KeyboardInterrupt`. `trace_ns`: the sender trace's interval, as for `run`. `pcap`: a
+/// pcapng file to capture the real packets at the senders' device into (`cclab_emu::capture`;
+/// `stats["pcap_packets"]` counts them); it exists only once the run completed.
 #[pyfunction]
-#[pyo3(signature = (source, is_path, overrides_json = "{}", log_packets = false, progress = None, trace_ns = None))]
+#[pyo3(signature = (source, is_path, overrides_json = "{}", log_packets = false, progress = None, trace_ns = None, pcap = None))]
+#[allow(clippy::too_many_arguments)]
 pub fn run_emu<'py>(
     py: Python<'py>,
     source: &str,
@@ -55,16 +58,22 @@ pub fn run_emu<'py>(
     log_packets: bool,
     progress: Option<Py<PyAny>>,
     trace_ns: Option<u64>,
+    pcap: Option<PathBuf>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let (scenario, base_dir) = load(source, is_path, overrides_json).map_err(|e| errors::scenario_error(py, &e))?;
-    let opts = EmuOptions { log_packets, base_dir, trace: trace_ns, ..EmuOptions::default() };
+    let opts = EmuOptions { log_packets, base_dir, trace: trace_ns, pcap, ..EmuOptions::default() };
     let duration_ns = scenario.duration.ns();
     let (outcome, stopped_by) =
         progress::run_detached(py, progress, duration_ns, false, |hook| cclab_emu::run(&scenario, &opts, hook));
     match outcome {
         Ok(out) => {
             warn_if_late(py, &out)?;
-            to_dict(py, &scenario, out)
+            let captured = opts.pcap.is_some().then_some(out.emu.captured);
+            let d = to_dict(py, &scenario, out)?;
+            if let Some(n) = captured {
+                d.get_item("stats")?.expect("to_dict sets stats").set_item("pcap_packets", n)?;
+            }
+            Ok(d)
         }
         Err(EmuError::Interrupted(m)) => Err(stopped_by.unwrap_or_else(|| errors::interrupted(&m))),
         Err(EmuError::Scenario(e)) => Err(errors::scenario_error(py, &e)),

@@ -1,5 +1,5 @@
 //! `cclab._core.write_pcap`: a packet log (numpy columns, as a run's `packet_columns`) written
-//! as a pcap capture by `cclab_core::pcap`; the GIL is released while writing.
+//! as a pcapng capture by `cclab_core::pcap`; the GIL is released while writing.
 
 use crate::analyze::slice;
 use cclab_core::pcap::{write, CaptureColumns};
@@ -8,12 +8,14 @@ use pyo3::exceptions::PyOSError;
 use pyo3::prelude::*;
 
 /// Writes the capture of a packet log to `path`; returns the number of packets in it. Columns
-/// (same length): `flow`, `kind` and `fate` (u8 codes), `size`, `sent_ns`, `arrived_ns`, `seq`.
+/// (same length): `uid`, `flow`, `kind` and `fate` (u8 codes), `size`, `sent_ns`,
+/// `arrived_ns`, `seq`.
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
 pub fn write_pcap(
     py: Python<'_>,
     path: std::path::PathBuf,
+    uid: PyReadonlyArray1<'_, u64>,
     flow: PyReadonlyArray1<'_, u32>,
     kind: PyReadonlyArray1<'_, u8>,
     size: PyReadonlyArray1<'_, u32>,
@@ -23,6 +25,7 @@ pub fn write_pcap(
     seq: PyReadonlyArray1<'_, u32>,
 ) -> PyResult<usize> {
     let cols = CaptureColumns {
+        uid: slice("uid", &uid)?,
         flow: slice("flow", &flow)?,
         kind: slice("kind", &kind)?,
         size: slice("size", &size)?,

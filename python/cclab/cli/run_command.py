@@ -42,8 +42,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--pcap",
         type=Path,
         metavar="FILE",
-        help="also write the packets as a pcap capture at the senders (for Wireshark: TCP "
-        "sequence and acknowledgment numbers, headers only); implies --log-packets",
+        help="also write a pcapng capture at the senders (Wireshark, tshark, tcptrace): the "
+        "simulator's packets as synthetic IP/TCP headers with their sequence and acknowledgment "
+        "numbers (implies --log-packets), the emulator's real packets crossing its link",
     )
     add_set_argument(parser)
     add_engine_argument(parser)
@@ -52,28 +53,39 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def execute(args: argparse.Namespace) -> int:
     if args.out is not None and args.out.exists():
         raise CommandError(f"{args.out} already exists; give --out a new directory")
+    if args.pcap is not None and not args.pcap.resolve().parent.is_dir():
+        # Before the run, which may be long: the capture is written during or after it.
+        raise CommandError(f"cannot write the capture {args.pcap}: its folder does not exist")
     trace = trace_of(args)
     stderr = make_console(stderr=True)
     stderr.print(f"running {args.scenario}", highlight=False)
     with ProgressBar(stderr) as progress:
-        result = cclab.run(
-            args.scenario,
-            seed=args.seed,
-            log_packets=args.log_packets or args.pcap is not None,
-            trace=trace,
-            progress=progress,
-            engine=args.engine,
-            **overrides_of(args),
-        )
+        try:
+            result = run_scenario(args, trace, progress)
+        except OSError as e:  # the simulator's capture, written after the run
+            raise CommandError(str(e)) from None
     out = args.out or default_run_dir(result.name, result.seed)
     result.save(out, command=["cclab", *sys.argv[1:]])
     stdout = make_console()
     stdout.print(summary_table(result))
     stdout.print(f"run directory: {out}", highlight=False, soft_wrap=True)
     if args.pcap is not None:
-        try:
-            written = result.write_pcap(args.pcap)
-        except OSError as e:
-            raise CommandError(str(e)) from None
+        written = result.stats["pcap_packets"]
         stdout.print(f"capture: {args.pcap} ({written} packets)", highlight=False, soft_wrap=True)
     return 0
+
+
+def run_scenario(
+    args: argparse.Namespace, trace: bool | str, progress: ProgressBar
+) -> cclab.RunResult:
+    """`cclab.run` as the flags ask, `--pcap` included."""
+    return cclab.run(
+        args.scenario,
+        seed=args.seed,
+        log_packets=args.log_packets,
+        trace=trace,
+        progress=progress,
+        engine=args.engine,
+        pcap=args.pcap,
+        **overrides_of(args),
+    )
