@@ -7,18 +7,26 @@ asserted here."""
 from __future__ import annotations
 
 import math
+import shutil
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
-from cclab.reproduce_scale import reproduce_scale
+from cclab.batch import BatchResult, BatchRun, RunOutcome
+from cclab.reproduce_scale import analyse, plan, reproduce_scale
 
 
 @pytest.fixture(scope="module")
-def table(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+def rep(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
     out = tmp_path_factory.mktemp("scale") / "repro"
     rep = reproduce_scale(scale=0.01, duration=20, out=out, workers=2)
     assert (Path(rep.out) / "scale.csv").is_file()
+    return rep
+
+
+@pytest.fixture(scope="module")
+def table(rep):  # type: ignore[no-untyped-def]
     return rep.table
 
 
@@ -60,7 +68,7 @@ def test_losses_come_in_bursts_of_at_least_one_per_halving(table) -> None:  # ty
 
 def test_kernel_twins_run_only_where_the_emulator_carries_the_setting() -> None:
     from cclab.fidelity import KERNEL_TWIN
-    from cclab.reproduce_scale import KERNEL_MAX_RATE_BPS, plan
+    from cclab.reproduce_scale import KERNEL_MAX_RATE_BPS
 
     p, what = plan(0.01, 10, kernel_runs=2)
     sim = [r for r in p.runs if r.engine == "sim"]
@@ -79,3 +87,38 @@ def test_kernel_twins_run_only_where_the_emulator_carries_the_setting() -> None:
     assert all(t["setting"].name == "edge" for t in twins)
     with pytest.raises(ValueError, match="kernel-runs"):
         plan(0.01, 10, kernel_runs=-1)
+
+
+def test_a_finished_reproduction_resumes_from_its_runs(rep) -> None:  # type: ignore[no-untyped-def]
+    # Without --resume an existing directory is refused, naming the way out.
+    with pytest.raises(ValueError, match="--resume"):
+        reproduce_scale(scale=0.01, duration=20, out=rep.out, workers=2)
+    runs = sorted((Path(rep.out) / "runs").glob("*/summary.parquet"))
+    before = {p.parent.name: p.stat().st_mtime_ns for p in runs}
+    again = reproduce_scale(scale=0.01, duration=20, out=rep.out, workers=2, resume=True)
+    # Every run was taken over (hard links keep the files' times), none ran again, and the
+    # table is the same.
+    after = {
+        p.parent.name: p.stat().st_mtime_ns
+        for p in (Path(again.out) / "runs").glob("*/summary.parquet")
+    }
+    assert after == before and len(before) == len(plan(0.01, 20)[0].runs)
+    pd.testing.assert_frame_equal(again.table, rep.table)
+
+
+def test_kernel_twins_land_in_the_kernel_column(rep, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The merge of twins' findings into the table, with each twin's directory a copy of its
+    simulator run (so the kernel column must equal ours wherever a twin can measure)."""
+    copy = tmp_path / "batch"
+    shutil.copytree(rep.out, copy)
+    p, what = plan(0.01, 20, kernel_runs=1)
+    outcomes = []
+    for order, spec in enumerate(p.runs):
+        if "twin_of" in what[spec.name]:
+            shutil.copytree(copy / "runs" / what[spec.name]["twin_of"], copy / "runs" / spec.name)
+        outcomes.append(RunOutcome(run=BatchRun(order, spec), ok=True, wall_secs=0.0))
+    table = analyse(BatchResult(copy, outcomes), what, 0.01, 20)
+    measured = table["kernel"].notna()
+    assert (table.loc[measured, "kernel"] == table.loc[measured, "ours"]).all()
+    # Every share and JFI has its twin's figure.
+    assert measured[table["finding"].isin(["F4/F5 JFI", "F6 BBR share", "F8 Cubic share"])].all()

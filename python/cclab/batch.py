@@ -733,6 +733,8 @@ class BatchResult:
     directory: Path
     outcomes: list[RunOutcome]
     analysis: Any = None
+    #: Runs taken from an earlier, interrupted attempt rather than run (`sweep.run_resumable`).
+    reused: set[str] = field(default_factory=set)
 
     def run_dir(self, outcome: RunOutcome) -> Path:
         return self.directory / RUNS_SUBDIR / outcome.run.name

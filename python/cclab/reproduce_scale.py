@@ -39,11 +39,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from cclab.batch import BatchResult, Plan, RunSpec, run_batch
-from cclab.engines import EMU
+from cclab.batch import BatchResult, Observer, Plan, RunSpec
+from cclab.cluster import executor_for
+from cclab.engines import EMU, SIM
 from cclab.fidelity import KERNEL_TWIN
 from cclab.models import bbr_share, mathis_fit, read_run
 from cclab.reproduce import Reproduction, default_out
+from cclab.sweep import run_resumable
 
 #: IMC'21 published values (reproduction-targets.md §3.2).
 PAPER_C_LOSS = {"edge": 1.78, "core": {1000: 3.95, 3000: 3.64, 5000: 3.24}}
@@ -343,7 +345,14 @@ def reproduce_scale(
     workers: int | None = None,
     command: list[str] | None = None,
     kernel_runs: int = 0,
+    resume: bool = False,
+    cluster: Any = None,
+    observer: Observer | None = None,
 ) -> Reproduction:
+    """Runs the reproduction into `out` through the sweep layer (`cclab.sweep.run_resumable`):
+    an interruption keeps the finished runs and `resume=True` runs only the missing ones; the
+    runs go to `workers` local processes or to the Dask cluster `cluster` (as `cclab.sweep`
+    takes it; kernel runs need this machine's emulator, so they refuse a cluster)."""
     p, what = plan(scale, duration, kernel_runs)
 
     def analysis(batch: BatchResult) -> pd.DataFrame | None:
@@ -353,14 +362,18 @@ def reproduce_scale(
         table.to_csv(batch.directory / "scale.csv", index=False)
         return table
 
-    result = run_batch(
-        p,
-        Path(out) if out is not None else default_out("scale"),
-        jobs=workers,
-        command=command or ["cclab.reproduce_scale"],
-        analyse=analysis,
-        replace_empty=True,
-    )
+    engine = EMU.name if kernel_runs else SIM.name
+    with executor_for(engine, jobs=workers, cluster=cluster) as executor:
+        result = run_resumable(
+            p,
+            Path(out) if out is not None else default_out("scale"),
+            resume=resume,
+            jobs=workers,
+            executor=executor,
+            observer=observer,
+            command=command or ["cclab.reproduce_scale"],
+            analyse=analysis,
+        )
     if result.failed:
         raise result.failures_error()
     d = duration

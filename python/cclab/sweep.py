@@ -41,7 +41,7 @@ import os
 import shutil
 import time
 import tomllib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -518,9 +518,9 @@ def _execute(task: Task, events: Any = None) -> RunOutcome:
     return execute_task(task, events)
 
 
-def run_sweep(
-    spec: SweepSpec,
-    out: str | os.PathLike[str] | None = None,
+def run_resumable(
+    plan: Plan,
+    target: Path,
     *,
     resume: bool = False,
     jobs: int | None = None,
@@ -528,23 +528,24 @@ def run_sweep(
     observer: Observer | None = None,
     command: list[str] | None = None,
     execute: ExecuteFn = _execute,
+    analyse: Callable[[BatchResult], Any] | None = None,
 ) -> BatchResult:
-    """Runs a sweep and returns the batch's result (its directory and every run's outcome).
-    `executor`: where the runs go (default: a local pool of `jobs` processes, see
-    `batch.default_executor`; `cclab.cluster.DaskExecutor` for a cluster). A failed run is
-    recorded in the manifest and the others go on; invalid input raises before anything runs.
-    See the module's doc for `resume`."""
-    plan, points = plan_sweep(spec)
-    target = Path(out) if out is not None else new_archive_dir(plan.name, "sweep")
+    """Runs `plan` into the batch directory `target` so that an interruption keeps its
+    finished runs and `resume=True` completes it (see the module's doc): sweeps, and any other
+    plan whose runs are worth keeping (`cclab reproduce scale`). An empty directory at the
+    target counts as none. `analyse` as for `run_batch`."""
+    noun = plan.kind
+    if target.is_dir() and not any(target.iterdir()):
+        target.rmdir()
     work = work_dir(target)
     complete = read_experiment(target) if target.exists() else None
     if target.exists() and not resume:
         raise SweepError(f"{target} already exists; pass --resume to complete it, or another --out")
-    if target.exists() and (complete is None or complete.get("kind") != KIND):
-        raise SweepError(f"{target} exists and is not a complete sweep directory; cannot resume")
+    if target.exists() and (complete is None or complete.get("kind") != noun):
+        raise SweepError(f"{target} exists and is not a complete {noun} directory; cannot resume")
     if work.exists() and not resume:
         raise SweepError(
-            f"{work} holds the finished runs of an interrupted sweep into {target}; pass "
+            f"{work} holds the finished runs of an interrupted {noun} into {target}; pass "
             "--resume to complete it, or delete it to start over"
         )
     expected = {
@@ -565,28 +566,64 @@ def run_sweep(
         inner = executor or default_executor(plan.runs, jobs)
         wrapped = ResumingExecutor(inner, reuse, work / RUNS_SUBDIR)
 
-        def write_manifest(result: BatchResult) -> None:
-            manifest = _manifest(plan, points, result, reuse.reused)
-            _write_json(result.directory / SWEEP_FILE, manifest)
+        def analysis(result: BatchResult) -> Any:
+            result.reused = set(reuse.reused)
+            return analyse(result) if analyse is not None else None
 
-        # A complete sweep at the target stays until its replacement is whole.
+        # A complete directory at the target stays until its replacement is whole.
         batch_out = work / f"next-{os.getpid()}-{time.time_ns()}" if complete else target
         result = run_batch(
             plan,
             batch_out,
             executor=wrapped,
             observer=observer,
-            command=command or ["cclab.sweep"],
+            command=command or [f"cclab.{noun}"],
             execute=execute,
-            analyse=write_manifest,
+            analyse=analysis,
         )
         if complete is not None:
             old = work / f"old-{os.getpid()}"
             target.rename(old)
             batch_out.rename(target)
-            result = BatchResult(target, result.outcomes, result.analysis)
+            result = BatchResult(target, result.outcomes, result.analysis, result.reused)
         shutil.rmtree(work, ignore_errors=True)
     return result
+
+
+def run_sweep(
+    spec: SweepSpec,
+    out: str | os.PathLike[str] | None = None,
+    *,
+    resume: bool = False,
+    jobs: int | None = None,
+    executor: Executor | None = None,
+    observer: Observer | None = None,
+    command: list[str] | None = None,
+    execute: ExecuteFn = _execute,
+) -> BatchResult:
+    """Runs a sweep and returns the batch's result (its directory and every run's outcome).
+    `executor`: where the runs go (default: a local pool of `jobs` processes, see
+    `batch.default_executor`; `cclab.cluster.DaskExecutor` for a cluster). A failed run is
+    recorded in the manifest and the others go on; invalid input raises before anything runs.
+    See the module's doc for `resume`."""
+    plan, points = plan_sweep(spec)
+    target = Path(out) if out is not None else new_archive_dir(plan.name, "sweep")
+
+    def write_manifest(result: BatchResult) -> None:
+        manifest = _manifest(plan, points, result, result.reused)
+        _write_json(result.directory / SWEEP_FILE, manifest)
+
+    return run_resumable(
+        plan,
+        target,
+        resume=resume,
+        jobs=jobs,
+        executor=executor,
+        observer=observer,
+        command=command or ["cclab.sweep"],
+        execute=execute,
+        analyse=write_manifest,
+    )
 
 
 # --- reading ---------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
-"""What `cclab experiment` shows while a batch runs: one bar for the whole batch, one bar per
-run in progress (simulated time), and a status line as each run ends."""
+"""What `cclab experiment` (and `cclab reproduce scale`) shows while a batch runs: one bar for
+the whole batch, one bar per run in progress (simulated time, and the time left at its pace),
+and a status line as each run ends."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from rich.progress import (
     TaskID,
     TextColumn,
     TimeElapsedColumn,
+    TimeRemainingColumn,
 )
 
 from cclab.batch import BatchRun, RunOutcome
@@ -22,7 +24,7 @@ class ExperimentProgress:
     """An `Observer` of the batch runner (`cclab.batch`). On a terminal it draws live bars;
     elsewhere (a pipe, a CI log) it prints only the per-run status lines."""
 
-    def __init__(self, console: Console, total_runs: int) -> None:
+    def __init__(self, console: Console, total_runs: int, name: str = "experiment") -> None:
         self._console = console
         self._progress = Progress(
             TextColumn("{task.description}"),
@@ -30,10 +32,11 @@ class ExperimentProgress:
             MofNCompleteColumn(),
             TextColumn("{task.fields[status]}"),
             TimeElapsedColumn(),
+            TimeRemainingColumn(),
             console=console,
             disable=not console.is_terminal,
         )
-        self._overall = self._progress.add_task("experiment", total=total_runs, status="")
+        self._overall = self._progress.add_task(name, total=total_runs, status="")
         self._running: dict[int, TaskID] = {}
         self.failed = 0
 

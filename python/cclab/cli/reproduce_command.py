@@ -5,14 +5,19 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
 from cclab.cli.common import CommandError, add_jobs_argument, make_console
+from cclab.cli.experiment_progress import ExperimentProgress
+from cclab.cluster import CLUSTER_ENV, ClusterError
 from cclab.reproduce import REPRODUCTIONS, Reproduction, reproduce
+from cclab.reproduce_scale import plan as plan_scale
 from cclab.reproduce_scale import reproduce_scale
+from cclab.sweep import work_dir
 
 #: Reproductions with their own module (IMC'21 at scale: python/cclab/reproduce_scale.py).
 ALL_REPRODUCTIONS = (*REPRODUCTIONS, "scale")
@@ -49,6 +54,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="K",
         help="scale: also run each mix K times with Linux's reno/cubic/bbr in the emulator "
         "(needs root; settings up to 1 Gbit/s) and show their median beside ours",
+    )
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="scale: complete an interrupted reproduction in --out, running only the missing runs",
+    )
+    parser.add_argument(
+        "--cluster",
+        metavar="ADDRESS",
+        help=f"scale: run on a Dask cluster (tcp://HOST:8786; default ${CLUSTER_ENV})",
     )
     parser.add_argument(
         "--seeds", type=int, default=None, help="seeds per scheme (default: 3; rtt-fairness 1)"
@@ -144,24 +159,44 @@ def print_reproduction(rep: Reproduction, console: Console) -> None:
     console.print(f"written to {rep.out}", highlight=False, soft_wrap=True)
 
 
-def execute(args: argparse.Namespace) -> int:
-    if args.name == "scale":
-        try:
-            extra = {} if args.duration is None else {"duration": args.duration}
+def _execute_scale(args: argparse.Namespace) -> int:
+    extra = {} if args.duration is None else {"duration": args.duration}
+    stderr = make_console(stderr=True)
+    try:
+        runs = len(plan_scale(args.scale, kernel_runs=args.kernel_runs)[0].runs)
+        with ExperimentProgress(stderr, runs, name="scale") as progress:
             rep = reproduce_scale(
                 **extra,
                 scale=args.scale,
                 kernel_runs=args.kernel_runs,
                 out=args.out,
                 workers=args.jobs,
+                resume=args.resume,
+                cluster=args.cluster,
+                observer=progress,
                 command=["cclab", *sys.argv[1:]],
             )
-        except ValueError as e:
-            raise CommandError(str(e)) from e
-        print_reproduction(rep, make_console())
-        return 0
-    if args.kernel_runs:
-        raise CommandError("--kernel-runs applies to `cclab reproduce scale` only")
+    except (ValueError, ClusterError) as e:
+        raise CommandError(str(e)) from e
+    except KeyboardInterrupt:
+        if args.out is not None and work_dir(Path(args.out)).exists():
+            stderr.print(
+                f"finished runs are kept in {work_dir(Path(args.out))}; run the same command "
+                "with --resume to complete it",
+                highlight=False,
+            )
+        raise
+    print_reproduction(rep, make_console())
+    return 0
+
+
+def execute(args: argparse.Namespace) -> int:
+    if args.name == "scale":
+        return _execute_scale(args)
+    if args.kernel_runs or args.resume or args.cluster:
+        raise CommandError(
+            "--kernel-runs, --resume and --cluster apply to `cclab reproduce scale` only"
+        )
     kwargs: dict[str, Any] = {"out": args.out, "workers": args.jobs}
     if args.seeds is not None:
         if args.seeds < 1:
