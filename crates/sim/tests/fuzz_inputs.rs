@@ -95,6 +95,7 @@ const KEYS: &[&str] = &[
     "min_rto",
     "rto_max",
     "undo",
+    "handshake",
     "jitter",
 ];
 
