@@ -126,36 +126,29 @@ fn the_inbox_moves_the_standing_queue_from_the_bottleneck_to_itself() {
         [[flows]]
         scheme = "cubic"
         count = 4
-        # OPEN (issue 15): with the default host jitter (125 us at 96 Mbit/s) the inbox's
-        # throughput fell to 70.6 Mbit/s (< 0.85 x 96); not yet understood, so this test keeps
-        # the phase-clean path it was written for until someone investigates.
-        [hosts]
-        jitter = "0"
         "#;
-    // Mean bottleneck sojourn (dequeue − enqueue) of data packets served in the last 10 s, ms.
-    let bottleneck_sojourn = |out: &cclab_sim::RunOutput| {
-        let log = out.packets.as_ref().unwrap();
-        let (mut sum, mut n) = (0.0, 0u64);
-        for i in 0..log.uid.len() {
-            if log.dequeued[i] != NEVER && log.enqueued[i] != NEVER && log.dequeued[i] > 10_000_000_000 {
-                sum += (log.dequeued[i] - log.enqueued[i]) as f64 / 1e6;
-                n += 1;
-            }
-        }
-        sum / n as f64
-    };
     let without = run(&scenario(base), true);
     let with = run(&scenario(&format!("{base}\n[middlebox]\nscheduler = \"droptail\"\n")), true);
-    let (q0, q1) = (bottleneck_sojourn(&without), bottleneck_sojourn(&with));
+    let (q0, q1) = (bottleneck_sojourn(&without, 10 * SEC), bottleneck_sojourn(&with, 10 * SEC));
     let late: Vec<_> = with.middlebox.iter().filter(|r| r.t > 10_000_000_000).collect();
     let inbox_ms = late.iter().map(|r| r.queue_bytes as f64 / 12e6 * 1e3).sum::<f64>() / late.len() as f64;
     eprintln!("bottleneck sojourn: {q0:.1} ms without, {q1:.1} ms with; inbox queue {inbox_ms:.1} ms");
     assert!(q0 > 30.0, "Cubic alone keeps a standing queue at the bottleneck ({q0} ms)");
     assert!(q1 < 5.0, "with the inbox the bottleneck queue is short ({q1} ms)");
     assert!(inbox_ms > 10.0, "the queue now sits in the inbox ({inbox_ms} ms)");
-    // And the link stays busy: the bundle gets most of it.
-    let tput = with.metrics.total.throughput_mbps;
-    assert!(tput > 0.85 * 96.0, "throughput {tput} Mbit/s");
+    // And the link stays busy once the controller has settled: the bundle gets most of it.
+    // Over the whole run it may not: Copa at the inbox can overshoot in its first seconds (its
+    // rate may reach twice the receive rate while no queue shows, the RTT signal arrives one
+    // RTT late, and the velocity doubling then drives the window to its two-packet floor
+    // before the bottleneck queue drains), and whether that happens depends on chance. With
+    // 4 seeds x host jitter 0 / 20 us / 60 us / 125 us (auto) / 250 us, 16 of 20 runs reach
+    // 95.4-95.8 Mbit/s over 10-20 s, and whole-run throughput ranges 75-93 Mbit/s with no
+    // trend in the jitter (250 us: 92-93 for every seed; 20 us: 75-93); the jitter-free run is
+    // one deterministic draw (89.7). The outbox's measurements are not what the jitter
+    // disturbs: it is applied before the inbox, whose queue never empties, and after the outbox.
+    let (t0, t1) = (10 * SEC, 20 * SEC);
+    let tput = delivered_bytes(&with, None, t0, t1) as f64 * 8.0 / ((t1 - t0) as f64 / 1e9) / 1e6;
+    assert!(tput > 0.85 * 96.0, "throughput over 10-20 s {tput} Mbit/s");
 }
 
 /// Each aggregate controller the inbox can run holds the bottleneck queue short when the
@@ -178,8 +171,6 @@ fn every_inbox_controller_keeps_the_bottleneck_queue_short() {
             [[flows]]
             scheme = "cubic"
             count = 4
-            [hosts]
-            jitter = "0"
             [middlebox]
             scheduler = "droptail"
             controller = "{controller}"
