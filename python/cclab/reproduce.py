@@ -753,7 +753,11 @@ def _bundler_analysis(
             "congestion-control.tex): baseline 1.76, Copa 1.09, Nimbus (BasicDelay) 1.32, "
             "BBR 1.91 (worse than the status quo). The paper's Copa row there (1.09) and in the "
             "main comparison (1.26) come from different runs; ours is one run per seed for both. "
-            "Nimbus runs its delay mode only (switching off), as the paper's row names it"
+            "Nimbus runs its delay mode only (switching off), as the paper's row names it. "
+            "Our BBR at the inbox keeps the bottleneck queue short (its 5/4 probe lasts one RTT "
+            "in eight) and does better than the paper's; not yet explained: CCP's BBR, which the "
+            "paper ran, never lets its bandwidth estimate fall and sets a 2-BDP window the inbox "
+            "turns into a rate, which may overfill the bottleneck where ours does not"
         )
     if quick:
         notes.append(
