@@ -9,6 +9,7 @@ pub mod bbr;
 pub mod controller;
 pub mod copa;
 pub mod cubic;
+pub mod elasticity;
 pub mod filters;
 pub mod fixed;
 pub mod ledbat;

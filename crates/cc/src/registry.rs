@@ -46,6 +46,7 @@ pub const GENERIC_FLOW_KEYS: &[&str] = &[
     "delayed_ack",
     "min_rto",
     "rwnd",
+    "bundle",
 ];
 
 /// What `cclab schemes` shows about one scheme.

@@ -286,6 +286,10 @@ pub struct FlowSpec {
     /// when absent; real TCP stacks cap it by their receive buffer (Linux: a few MiB).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rwnd: Option<Bytes>,
+    /// Whether these flows belong to the site's bundle and pass the `[middlebox]` (default);
+    /// false: cross traffic that reaches the bottleneck directly.
+    #[serde(default = "yes")]
+    pub bundle: bool,
     /// Scheme-specific options (e.g. `delta = 0.1` for copa), checked by the scheme registry.
     #[serde(flatten)]
     pub options: BTreeMap<String, toml::Value>,
@@ -293,6 +297,9 @@ pub struct FlowSpec {
 
 fn one() -> u32 {
     1
+}
+fn yes() -> bool {
+    true
 }
 fn default_min_rto() -> Dur {
     Dur::from_millis(200)

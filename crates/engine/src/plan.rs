@@ -33,6 +33,8 @@ pub struct FlowPath {
     pub access_delay: Option<Time>,
     /// Delay of the flow's ACK path, ns: the reverse delay plus the other half of its extra RTT.
     pub reverse_delay: Time,
+    /// Whether its data passes the `[middlebox]`, if there is one (`flows.bundle`).
+    pub bundled: bool,
 }
 
 /// The scenario's path, ready for an engine to build its stages from.
@@ -110,6 +112,7 @@ impl PathPlan {
                     spec: inst.spec,
                     access_delay: (extra > 0).then_some(extra / 2),
                     reverse_delay: reverse_delay + (extra - extra / 2),
+                    bundled: spec.bundle,
                 }
             })
             .collect();

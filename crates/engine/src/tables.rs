@@ -48,6 +48,12 @@ pub static MIDDLEBOX: &[Column<Get<MiddleboxRow>>] = &[
         Get::F64(|r| r.receive_rate * 8.0 / 1e6),
     ),
     col("epoch", "packets", "epoch length: one packet in this many is a sampled boundary", Get::U32(|r| r.epoch)),
+    col(
+        "mode",
+        "",
+        "the controller's mode: copa; Nimbus's delay or competitive; BBR's startup, drain, probe_bw or probe_rtt",
+        Get::Str(|r| r.mode.to_string()),
+    ),
 ];
 
 /// The `middlebox` table: one row per control interval of the inbox.

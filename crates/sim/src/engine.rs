@@ -217,6 +217,8 @@ struct Bundle {
     /// Feedback on its way back, due times ascending (one constant delay keeps them in order).
     feedback: std::collections::VecDeque<(Time, Feedback)>,
     feedback_delay: Time,
+    /// Per flow: whether it belongs to the bundle (cross traffic bypasses both boxes).
+    bundled: Vec<bool>,
 }
 
 /// The packet fields Bundler hashes: the destination port (here the flow) and the IP ID (the
@@ -269,7 +271,7 @@ impl Sim {
 
     /// A data packet leaves the sending site: through the inbox if there is one.
     fn arrive_site(&mut self, p: Packet) {
-        let Some(b) = &mut self.middlebox else {
+        let Some(b) = self.middlebox.as_mut().filter(|b| b.bundled[p.flow as usize]) else {
             return self.arrive_bottleneck(p);
         };
         let sinks = &mut self.sinks;
@@ -389,7 +391,7 @@ impl Sim {
         let Body::Data(d) = p.body else { unreachable!("only data crosses the bottleneck") };
         let now = self.now;
         self.sinks.emit(&p.record(now, Fate::Delivered));
-        if let Some(b) = &mut self.middlebox {
+        if let Some(b) = self.middlebox.as_mut().filter(|b| b.bundled[p.flow as usize]) {
             let epoch = b.inbox.epoch();
             if let Some(fb) = b.outbox.on_packet(now, packet_hash(&p), p.size as u64, epoch) {
                 let due = now + b.feedback_delay;
@@ -610,6 +612,7 @@ pub fn simulate(
             outbox: Outbox::default(),
             feedback: std::collections::VecDeque::new(),
             feedback_delay: plan.reverse_delay,
+            bundled: plan.flows.iter().map(|f| f.bundled).collect(),
         }),
     };
     for i in 0..sim.sources.len() {

@@ -49,6 +49,9 @@ mod model;
 mod probe_bw;
 mod probe_rtt;
 mod startup;
+// The constants Bundler's aggregate BBR (cclab-engine's middlebox) shares.
+pub use probe_rtt::{MIN_RTT_WIN, PROBE_RTT_TIME};
+pub use startup::{FULL_BW_CNT, FULL_BW_THRESH};
 #[cfg(test)]
 mod tests;
 
@@ -56,18 +59,18 @@ mod tests;
 const UNIT: f64 = 256.0;
 /// `bbr_high_gain = BBR_UNIT * 2885 / 1000 + 1`: 2/ln 2, the smallest gain that doubles the
 /// delivery rate each round.
-const HIGH_GAIN: f64 = 739.0 / UNIT;
+pub const HIGH_GAIN: f64 = 739.0 / UNIT;
 /// `bbr_drain_gain = BBR_UNIT * 1000 / 2885`: drains the startup queue in about one round.
-const DRAIN_GAIN: f64 = 88.0 / UNIT;
+pub const DRAIN_GAIN: f64 = 88.0 / UNIT;
 /// `bbr_cwnd_gain`: tolerates delayed and stretched ACKs.
 const CWND_GAIN: f64 = 2.0;
 /// `bbr_pacing_gain[]`: probe for more, drain what probing queued, then cruise.
-const PACING_GAIN: [f64; CYCLE_LEN] = [320.0 / UNIT, 192.0 / UNIT, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0];
-const CYCLE_LEN: usize = 8;
+pub const PACING_GAIN: [f64; CYCLE_LEN] = [320.0 / UNIT, 192.0 / UNIT, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0];
+pub const CYCLE_LEN: usize = 8;
 /// `bbr_bw_rtts = CYCLE_LEN + 2`: the bandwidth filter's window, in rounds.
-const BW_RTTS: u64 = CYCLE_LEN as u64 + 2;
+pub const BW_RTTS: u64 = CYCLE_LEN as u64 + 2;
 /// `bbr_cwnd_min_target`: two outstanding 2-packet sequences for ACK-every-other receivers.
-const CWND_MIN_TARGET: u64 = 4;
+pub const CWND_MIN_TARGET: u64 = 4;
 /// `bbr_pacing_margin_percent`: pace 1 % below the estimate so queues drain.
 const PACING_MARGIN: f64 = 0.99;
 /// `TCP_INIT_CWND`: the cwnd when no RTT was ever measured, and the delivered count below

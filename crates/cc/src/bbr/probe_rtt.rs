@@ -3,9 +3,9 @@
 use super::*;
 
 /// `bbr_min_rtt_win_sec`.
-const MIN_RTT_WIN: Time = 10 * SEC;
+pub const MIN_RTT_WIN: Time = 10 * SEC;
 /// `bbr_probe_rtt_mode_ms`.
-const PROBE_RTT_TIME: Time = 200 * MS;
+pub const PROBE_RTT_TIME: Time = 200 * MS;
 
 impl Bbr {
     pub(super) fn update_min_rtt(&mut self, s: &Sample, now: Time, delivered_any: bool, ctx: &mut CcContext) {

@@ -5,8 +5,8 @@ use super::*;
 
 /// `bbr_full_bw_thresh` and `bbr_full_bw_cnt`: the pipe is full once three rounds pass
 /// without 25 % more bandwidth.
-const FULL_BW_THRESH: f64 = 320.0 / UNIT;
-const FULL_BW_CNT: u32 = 3;
+pub const FULL_BW_THRESH: f64 = 320.0 / UNIT;
+pub const FULL_BW_CNT: u32 = 3;
 
 impl Bbr {
     pub(super) fn reset_startup_mode(&mut self) {

@@ -17,13 +17,22 @@ pub enum BundleController {
     /// Copa's delay target (1/(δ·d_q)) in rate form: Bundler's default.
     #[default]
     Copa,
+    /// Nimbus: delay mode ("BasicDelay"), and pass-through when elasticity detection finds
+    /// elastic cross traffic (unless `switching = false`).
+    Nimbus,
+    /// BBR: a pacing-gain cycle around the bottleneck bandwidth (max filter over 10 RTTs).
+    Bbr,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Middlebox {
+    /// The aggregate controller: `copa` (default), `nimbus` or `bbr`.
     #[serde(default)]
     pub controller: BundleController,
+    /// Nimbus only: whether elasticity detection may switch to pass-through mode.
+    #[serde(default = "yes")]
+    pub switching: bool,
     /// The inbox queue's discipline, by the same names as `link.aqm` (Bundler's default: SFQ,
     /// so that short requests bypass long ones).
     #[serde(default = "default_scheduler")]
@@ -43,6 +52,9 @@ pub struct Middlebox {
     pub initial_epoch: u32,
 }
 
+fn yes() -> bool {
+    true
+}
 fn default_scheduler() -> Aqm {
     Aqm::Sfq
 }
@@ -63,6 +75,10 @@ impl Middlebox {
     pub(super) fn check(&self, src: &Source, errs: &mut Vec<ScenarioError>) {
         if self.interval.0 == 0 {
             errs.push(src.error("middlebox.interval", "must be positive, e.g. \"10ms\""));
+        }
+        if self.controller == BundleController::Nimbus && self.interval != default_interval() {
+            // The elasticity detector's FFT assumes one sample every 10 ms.
+            errs.push(src.error("middlebox.interval", "Nimbus samples every \"10ms\"; leave the interval out"));
         }
         if !(self.delta > 0.0 && self.delta.is_finite()) {
             errs.push(src.error("middlebox.delta", "must be a positive number, e.g. 0.5"));

@@ -3,8 +3,9 @@
 //! through a token bucket, and the [`Outbox`] after it, which answers sampled epoch-boundary
 //! packets with out-of-band feedback (the bundle's cumulative bytes received). The inbox matches
 //! each feedback to the boundary it sent, measures the RTT and the receive rate, and every
-//! `interval` its aggregate controller ([`CopaRate`]) sets the token bucket's rate, so the
-//! standing queue moves from the bottleneck to the inbox, where the scheduler decides who waits.
+//! `interval` its aggregate controller (`middlebox.controller`: [`CopaRate`], [`NimbusRate`] or
+//! [`BbrRate`], one file each) sets the token bucket's rate, so the standing queue moves from
+//! the bottleneck to the inbox, where the scheduler decides who waits.
 //!
 //! Both boxes decide "boundary or not" from the same packet fields, as Bundler does: FNV-1 over
 //! the destination port and the IP ID (the engine hands over those fields as a key), modulo the
@@ -18,9 +19,16 @@
 
 use crate::qdisc::{InService, Qdisc, QueueDiscipline};
 use crate::stage::WirePacket;
-use cclab_core::scenario::{Middlebox, PACKET_BYTES};
+use cclab_core::scenario::{BundleController, Middlebox, PACKET_BYTES};
 use cclab_core::time::Time;
 use std::collections::VecDeque;
+
+mod bbr;
+mod copa;
+mod nimbus;
+pub use bbr::{BbrMode, BbrRate};
+pub use copa::CopaRate;
+pub use nimbus::NimbusRate;
 
 /// FNV-1, 64-bit, over the destination port then the IP ID (2 bytes each, big-endian as on
 /// the wire), truncated to 32 bits: Bundler's `src/hash.rs`.
@@ -85,105 +93,73 @@ pub struct MiddleboxRow {
     /// The bundle's receive rate at the outbox, bytes/s (NaN before two feedbacks).
     pub receive_rate: f64,
     pub epoch: u32,
+    /// The controller's mode: "copa"; Nimbus's "delay" or "competitive"; BBR's "startup",
+    /// "drain", "probe_bw" or "probe_rtt".
+    pub mode: &'static str,
 }
 
-/// Copa (Arun & Balakrishnan, NSDI'18) for an aggregate, as Bundler runs it through CCP: a
-/// window updated every tick and converted to the token bucket's rate as cwnd / standing RTT.
-/// The target rate is 1/(δ·d_q) packets per second, d_q the standing RTT (minimum over the last
-/// srtt/2) minus the minimum RTT; below it the window grows by v/δ packets per RTT, above it
-/// shrinks as much; the velocity v doubles once the window has moved the same way for three
-/// RTTs and resets to 1 when the direction changes; slow start doubles the window every RTT
-/// until the rate first exceeds the target.
-#[derive(Clone, Debug)]
-pub struct CopaRate {
-    delta: f64,
-    /// bytes
-    cwnd: f64,
-    /// bytes/s, as last set
-    rate: f64,
-    slow_start: bool,
-    velocity: f64,
-    /// +1 / −1: the direction of the last RTT's change, and when that RTT began.
-    direction: i8,
-    same_direction_rtts: u32,
-    rtt_start: Time,
-    cwnd_at_rtt_start: f64,
+/// What the inbox measured, handed to its controller every control interval.
+#[derive(Clone, Copy, Debug)]
+pub struct Signals {
+    pub now: Time,
+    /// Since the last control step.
+    pub dt: Time,
+    /// Copa's standing RTT (the minimum over the last srtt/2), ns.
+    pub standing: Option<Time>,
+    /// Smoothed (7/8) and minimum RTT, ns (0 and `Time::MAX` before the first sample).
+    pub srtt: Time,
+    pub min_rtt: Time,
+    /// The smallest RTT sampled since the last step, ns.
+    pub rtt_sample: Option<Time>,
+    /// The receive rate over about one RTT of feedback, bytes/s.
+    pub receive_rate: Option<f64>,
+    /// The send and receive rates over the same matched epochs (about one RTT of them), bytes/s.
+    pub epoch_rates: Option<(f64, f64)>,
+    pub queue_bytes: u64,
 }
 
-/// The window before any measurement: ten packets, as an end host's initial window.
-const INITIAL_CWND: f64 = 10.0 * PACKET_BYTES as f64;
-/// The rate before the first RTT sample: 10 Mbit/s; slow start finds the real one.
-const INITIAL_RATE: f64 = 10e6 / 8.0;
-/// The window never falls below two packets.
-const MIN_CWND: f64 = 2.0 * PACKET_BYTES as f64;
-/// An app-limited bundle leaves the delay signal flat (no queue anywhere), which would let
-/// the window grow without bound; it is capped at this multiple of the measured receive rate
-/// times the standing RTT.
-const RATE_CAP_OVER_RECEIVED: f64 = 2.0;
+/// The inbox's aggregate controller.
+enum Controller {
+    Copa(CopaRate),
+    Nimbus(Box<NimbusRate>),
+    Bbr(BbrRate),
+}
 
-impl CopaRate {
-    pub fn new(delta: f64) -> CopaRate {
-        CopaRate {
-            delta,
-            cwnd: INITIAL_CWND,
-            rate: INITIAL_RATE,
-            slow_start: true,
-            velocity: 1.0,
-            direction: 0,
-            same_direction_rtts: 0,
-            rtt_start: 0,
-            cwnd_at_rtt_start: INITIAL_CWND,
+impl Controller {
+    fn new(cfg: &Middlebox) -> Controller {
+        match cfg.controller {
+            BundleController::Copa => Controller::Copa(CopaRate::new(cfg.delta)),
+            BundleController::Nimbus => Controller::Nimbus(Box::new(NimbusRate::new(cfg.switching))),
+            BundleController::Bbr => Controller::Bbr(BbrRate::default()),
         }
     }
 
-    pub fn rate(&self) -> f64 {
-        self.rate
+    fn rate(&self) -> f64 {
+        match self {
+            Controller::Copa(c) => c.rate(),
+            Controller::Nimbus(c) => c.rate(),
+            Controller::Bbr(c) => c.rate(),
+        }
     }
 
-    /// One control step at `now`, `dt` after the last, with the standing and minimum RTT (ns)
-    /// and the receive rate (bytes/s, if measured).
-    pub fn tick(&mut self, now: Time, dt: Time, standing: Time, min_rtt: Time, receive_rate: Option<f64>) {
-        let standing_s = standing.max(1) as f64 / 1e9;
-        let dq = standing.saturating_sub(min_rtt) as f64 / 1e9;
-        let pkt = PACKET_BYTES as f64;
-        // Copa's target λ = 1/(δ·d_q) packets/s; with no queue at all the target is unbounded.
-        let target = if dq > 0.0 { pkt / (self.delta * dq) } else { f64::INFINITY };
-        let current = self.cwnd / standing_s;
-        let frac = dt as f64 / 1e9 / standing_s;
-        if self.slow_start && current >= target {
-            self.slow_start = false;
+    fn mode(&self) -> &'static str {
+        match self {
+            Controller::Copa(_) => "copa",
+            Controller::Nimbus(c) => c.mode().name(),
+            Controller::Bbr(c) => c.mode().name(),
         }
-        if self.slow_start {
-            self.cwnd *= 2f64.powf(frac);
-        } else {
-            let step = self.velocity * pkt / self.delta * frac;
-            if current < target {
-                self.cwnd += step;
-            } else {
-                self.cwnd -= step;
-            }
-        }
-        if let Some(r) = receive_rate.filter(|r| r.is_finite() && *r > 0.0) {
-            self.cwnd = self.cwnd.min(RATE_CAP_OVER_RECEIVED * r * standing_s);
-        }
-        self.cwnd = self.cwnd.max(MIN_CWND);
-        // Velocity: once per RTT, compare the window with the one an RTT ago.
-        if !self.slow_start && now >= self.rtt_start + standing {
-            let dir = if self.cwnd >= self.cwnd_at_rtt_start { 1 } else { -1 };
-            if dir == self.direction {
-                self.same_direction_rtts += 1;
-                if self.same_direction_rtts >= 3 {
-                    self.velocity = (self.velocity * 2.0).min(1e6);
+    }
+
+    fn tick(&mut self, sig: &Signals) {
+        match self {
+            Controller::Copa(c) => {
+                if let Some(standing) = sig.standing {
+                    c.tick(sig.now, sig.dt, standing, sig.min_rtt, sig.receive_rate);
                 }
-            } else {
-                self.direction = dir;
-                self.same_direction_rtts = 0;
-                self.velocity = 1.0;
             }
-            self.rtt_start = now;
-            self.cwnd_at_rtt_start = self.cwnd;
+            Controller::Nimbus(c) => c.tick(sig),
+            Controller::Bbr(c) => c.tick(sig),
         }
-        self.rate = self.cwnd / standing_s;
     }
 }
 
@@ -192,6 +168,18 @@ impl CopaRate {
 struct Boundary {
     hash: u32,
     sent: Time,
+    /// Bytes the inbox had released, this packet included.
+    bytes_sent: u64,
+}
+
+/// A boundary answered: when it left the inbox and reached the outbox, and the bundle's
+/// cumulative bytes at each.
+#[derive(Clone, Copy, Debug)]
+struct Epoch {
+    sent: Time,
+    bytes_sent: u64,
+    received: Time,
+    bytes_received: u64,
 }
 
 /// The sending site's box.
@@ -201,7 +189,7 @@ pub struct Inbox<P, Q = Qdisc<P>> {
     tokens: f64,
     burst: f64,
     refilled: Time,
-    ctl: CopaRate,
+    ctl: Controller,
     interval: Time,
     next_tick: Time,
     last_tick: Time,
@@ -213,6 +201,11 @@ pub struct Inbox<P, Q = Qdisc<P>> {
     srtt: Time,
     /// (outbox time, bytes received) of recent feedback, for the receive rate over ~one RTT.
     received: VecDeque<(Time, u64)>,
+    /// Answered boundaries over about one RTT, for send and receive rates over the same epochs.
+    epochs: VecDeque<Epoch>,
+    bytes_sent: u64,
+    /// The smallest RTT sampled since the last control step.
+    rtt_sample: Option<Time>,
     rows: Vec<MiddleboxRow>,
     _packet: std::marker::PhantomData<P>,
 }
@@ -230,7 +223,7 @@ impl<P: WirePacket, Q: QueueDiscipline<P>> Inbox<P, Q> {
             tokens: BURST_BYTES,
             burst: BURST_BYTES,
             refilled: 0,
-            ctl: CopaRate::new(cfg.delta),
+            ctl: Controller::new(cfg),
             interval: cfg.interval.ns(),
             next_tick: cfg.interval.ns(),
             last_tick: 0,
@@ -240,6 +233,9 @@ impl<P: WirePacket, Q: QueueDiscipline<P>> Inbox<P, Q> {
             min_rtt: Time::MAX,
             srtt: 0,
             received: VecDeque::new(),
+            epochs: VecDeque::new(),
+            bytes_sent: 0,
+            rtt_sample: None,
             rows: Vec::new(),
             _packet: std::marker::PhantomData,
         }
@@ -304,9 +300,10 @@ impl<P: WirePacket, Q: QueueDiscipline<P>> Inbox<P, Q> {
         while self.tokens > 0.0 {
             let Some(p) = self.qdisc.dequeue(now, drop) else { break };
             self.tokens -= p.wire_size() as f64;
+            self.bytes_sent += p.wire_size();
             let hash = hash_of(&p);
             if is_boundary(hash, self.epoch) {
-                self.boundaries.push_back(Boundary { hash, sent: now });
+                self.boundaries.push_back(Boundary { hash, sent: now, bytes_sent: self.bytes_sent });
             }
             out(p);
         }
@@ -325,6 +322,13 @@ impl<P: WirePacket, Q: QueueDiscipline<P>> Inbox<P, Q> {
             self.min_rtt = self.min_rtt.min(rtt);
             self.srtt = if self.srtt == 0 { rtt } else { (7 * self.srtt + rtt) / 8 };
             self.rtts.push_back((now, rtt));
+            self.rtt_sample = Some(self.rtt_sample.map_or(rtt, |r| r.min(rtt)));
+            self.epochs.push_back(Epoch {
+                sent: b.sent,
+                bytes_sent: b.bytes_sent,
+                received: fb.at,
+                bytes_received: fb.bytes_received,
+            });
         }
         self.received.push_back((fb.at, fb.bytes_received));
         // Keep about two RTTs of samples, and always the latest.
@@ -334,6 +338,9 @@ impl<P: WirePacket, Q: QueueDiscipline<P>> Inbox<P, Q> {
         }
         while self.received.len() > 2 && self.received.front().is_some_and(|&(t, _)| t + keep / 2 < fb.at) {
             self.received.pop_front();
+        }
+        while self.epochs.len() > 2 && self.epochs.front().is_some_and(|e| e.received + keep / 2 < fb.at) {
+            self.epochs.pop_front();
         }
     }
 
@@ -349,13 +356,34 @@ impl<P: WirePacket, Q: QueueDiscipline<P>> Inbox<P, Q> {
         (t1 > t0).then(|| (b1 - b0) as f64 / ((t1 - t0) as f64 / 1e9))
     }
 
+    /// Send and receive rates between the oldest and newest answered boundary of the window.
+    fn epoch_rates(&self) -> Option<(f64, f64)> {
+        let (a, b) = (self.epochs.front()?, self.epochs.back()?);
+        (b.sent > a.sent && b.received > a.received).then(|| {
+            let send = (b.bytes_sent - a.bytes_sent) as f64 / ((b.sent - a.sent) as f64 / 1e9);
+            let receive = (b.bytes_received - a.bytes_received) as f64 / ((b.received - a.received) as f64 / 1e9);
+            (send, receive)
+        })
+    }
+
     fn tick(&mut self, now: Time) {
         let dt = now - self.last_tick;
         self.last_tick = now;
         let standing = self.standing_rtt(now);
         let received = self.receive_rate();
-        if let Some(standing) = standing {
-            self.ctl.tick(now, dt, standing, self.min_rtt, received);
+        let sig = Signals {
+            now,
+            dt,
+            standing,
+            srtt: self.srtt,
+            min_rtt: self.min_rtt,
+            rtt_sample: self.rtt_sample.take(),
+            receive_rate: received,
+            epoch_rates: self.epoch_rates(),
+            queue_bytes: self.qdisc.bytes(),
+        };
+        self.ctl.tick(&sig);
+        if standing.is_some() {
             self.epoch = epoch_length(self.ctl.rate(), self.min_rtt);
         }
         self.rows.push(MiddleboxRow {
@@ -367,6 +395,7 @@ impl<P: WirePacket, Q: QueueDiscipline<P>> Inbox<P, Q> {
             min_rtt: if self.min_rtt == Time::MAX { 0 } else { self.min_rtt },
             receive_rate: received.unwrap_or(f64::NAN),
             epoch: self.epoch,
+            mode: self.ctl.mode(),
         });
     }
 
@@ -404,26 +433,5 @@ mod tests {
         assert_eq!(epoch_length(12e6, 50 * MS), 64);
         assert_eq!(epoch_length(1e3, 50 * MS), 4);
         assert_eq!(epoch_length(1e12, 50 * MS), 1024);
-    }
-
-    /// With no queue the window grows (slow start, then bounded by twice the receive rate);
-    /// with a standing queue above Copa's target it falls, the velocity making it fast.
-    #[test]
-    fn copa_rate_moves_towards_its_delay_target() {
-        let mut c = CopaRate::new(0.5);
-        let mut now = 0;
-        let received = Some(12e6);
-        for _ in 0..200 {
-            now += 10 * MS;
-            c.tick(now, 10 * MS, 50 * MS, 50 * MS, received);
-        }
-        let high = c.rate();
-        assert!(high > 12e6 && high <= 24e6 * (1.0 + 1e-9), "no queue: the rate grows to the cap ({high})");
-        for _ in 0..200 {
-            now += 10 * MS;
-            // 20 ms of standing queue: target 1/(0.5·0.02) = 100 packets/s = 150 kB/s.
-            c.tick(now, 10 * MS, 70 * MS, 50 * MS, received);
-        }
-        assert!(c.rate() < high / 8.0, "a standing queue drives the rate down ({})", c.rate());
     }
 }
