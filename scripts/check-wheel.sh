@@ -44,7 +44,8 @@ PY
 
 # A subset of the tests against the installed wheel. pytest puts tests/ (not python/) on
 # sys.path, so `import cclab` is the wheel's.
-pip install --quiet --disable-pip-version-check 'pytest>=8'
+# pytest, and scapy for the capture tests' independent pcapng reader (the dev extras' own).
+pip install --quiet --disable-pip-version-check 'pytest>=8' 'scapy>=2.5'
 python -m pytest -q -p no:cacheprovider --rootdir "$repo" -c "$repo/pyproject.toml" \
     "$repo/tests/test_api.py" "$repo/tests/test_run_cli.py" "$repo/tests/test_schemes_cli.py" \
     "$repo/tests/test_validate_cli.py" "$repo/tests/test_wheel_data.py" \
