@@ -310,6 +310,17 @@ def test_cclab_calibrate_reports_a_bad_target_clearly(tmp_path):
     assert f"error: {bad}:2: `delay_p95_ms` is -2" in done.stderr
 
 
+def test_without_optuna_cclab_calibrate_says_how_to_install_it(tmp_path, monkeypatch, cli):
+    target = write(tmp_path / "t.csv", "scheme,throughput_mbps,delay_p95_ms\ncubic,1,2\n")
+    # As if Optuna were not installed: importing it fails, and cclab.calibrate is imported anew.
+    monkeypatch.setitem(sys.modules, "optuna", None)
+    for name in [m for m in sys.modules if m.startswith("cclab.calibrate")]:
+        monkeypatch.delitem(sys.modules, name)
+    code, _, err = cli("calibrate", target)
+    assert code == 2
+    assert "calibration needs Optuna, which is not installed: pip install 'cclab[calibrate]'" in err
+
+
 def test_cluster_runs_the_trials_through_the_sweep_layers_dask_executor(tmp_path):
     # --cluster goes to cclab.cluster's executor: an unreachable scheduler is named clearly.
     target = write(tmp_path / "t.csv", "scheme,throughput_mbps,delay_p95_ms\ncubic,10,30\n")

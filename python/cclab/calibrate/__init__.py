@@ -8,8 +8,15 @@ mean throughput and mean p95 one-way delay, graded by the Pantheon's replication
 
 `target` reads what is fitted, `space` the search ranges, `search` the Optuna studies over the
 batch runner, `calibration` the whole calibration and its directory (`cclab calibrate`).
+
+Optuna is an optional dependency (`pip install 'cclab[calibrate]'`): importing this package
+without it raises ModuleNotFoundError saying how to install it.
 """
 
+# First: without Optuna, fail here with the hint rather than deep inside a submodule.
+from cclab.calibrate.needs_optuna import INSTALL_HINT
+
+# isort: split
 from cclab.calibrate.calibration import CALIBRATION_FILE, calibrate
 from cclab.calibrate.search import (
     CalibrationError,
@@ -22,6 +29,7 @@ from cclab.calibrate.target import Target, TargetError, load_target
 
 __all__ = [
     "CALIBRATION_FILE",
+    "INSTALL_HINT",
     "CalibrationError",
     "LinkParams",
     "SearchSpace",

@@ -77,14 +77,19 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def execute(args: argparse.Namespace) -> int:
-    from cclab.calibrate import (
-        CalibrationError,
-        TargetError,
-        base_scenario,
-        calibrate,
-        load_target,
-        settings_for,
-    )
+    try:
+        from cclab.calibrate import (
+            CalibrationError,
+            TargetError,
+            base_scenario,
+            calibrate,
+            load_target,
+            settings_for,
+        )
+    except ModuleNotFoundError as e:
+        if e.name != "optuna":
+            raise
+        raise CommandError(str(e)) from None
     from cclab.experiment_dir import new_archive_dir
 
     try:
