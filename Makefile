@@ -51,7 +51,7 @@ test-system:
 test: install test-system
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets -- -D warnings
-	cargo test --release --workspace --exclude cclab-py
+	cargo test --profile test-release --workspace --exclude cclab-py
 	$(BIN)/ruff check $(PY_DIRS)
 	$(BIN)/ruff format --check $(PY_DIRS)
 	$(BIN)/pytest -q
