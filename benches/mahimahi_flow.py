@@ -96,7 +96,7 @@ def write_trace(path: Path, rate_mbps: float) -> None:
     n = rate_mbps * 1e6 * PERIOD_MS / 1e3 / PACKET_BITS
     if abs(n - round(n)) > 1e-9 or n < 1:
         raise ValueError(f"mahimahi trace: rate {rate_mbps} Mbit/s is not a whole Mbit/s >= 1")
-    n = int(round(n))
+    n = round(n)
     lines = (str(math.ceil((i + 1) * PERIOD_MS / n)) for i in range(n))
     path.write_text("\n".join(lines) + "\n")
 
@@ -162,7 +162,7 @@ def one_run(
     ]
     log_path = scratch / "mahimahi.log"
     t0 = time.monotonic()
-    with open(log_path, "wb") as log_file:
+    with log_path.open("wb") as log_file:
         proc = subprocess.Popen(
             cmd,
             stdout=log_file,
