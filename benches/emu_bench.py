@@ -16,6 +16,9 @@ every run of a case is followed by the same flow through `mm-delay 10 mm-link TR
 constant-rate trace at the case's rate, 1 BDP droptail queues; benches/mahimahi_flow.py), runs
 alternating. Its lines: goodput (same definition), the sender's median srtt and min RTT, and
 mm_cpu_pct: the CPU of every mm-delay/mm-link process over the shell's life (% of one CPU).
+mahimahi runs at the real-time priority cclab-emu gives its path thread and endpoints
+(--mahimahi-rt, default 10; 0: ordinary scheduling, as it is usually run): on a busy machine
+the comparison is otherwise one of priorities.
 
 What is printed, per case:
 - goodput: application bytes the receiver read / time between its first and last read;
@@ -93,7 +96,7 @@ def print_figures(results: list[dict[str, float]]) -> None:
 
 
 def report(
-    name: str, rate_mbps: float, flows: int, seconds: int, runs: int, mm: tuple | None
+    name: str, rate_mbps: float, flows: int, seconds: int, runs: int, mm: tuple | None, mm_rt: int
 ) -> None:
     """`mm`: None, or (mahimahi_flow module, its prepared bin folder, scratch folder)."""
     load = os.getloadavg()[0]
@@ -103,7 +106,7 @@ def report(
         results.append(one_run(rate_mbps, seconds, flows))
         if mm is not None:
             flow, bindir, scratch = mm
-            mm_results.append(flow.one_run(bindir, scratch, rate_mbps, seconds))
+            mm_results.append(flow.one_run(bindir, scratch, rate_mbps, seconds, rt=mm_rt))
     wall = time.perf_counter() - t0
     print(
         f"== {name}: {flows} x kernel:cubic, {rate_mbps:g} Mbit/s x 10 ms, 1 BDP queue, "
@@ -114,7 +117,8 @@ def report(
     print("   -- cclab-emu")
     print_figures(results)
     if mm_results:
-        print("   -- mahimahi (mm-delay 10 mm-link, 1 flow)")
+        how = f"SCHED_FIFO {mm_rt}" if mm_rt > 0 else "ordinary scheduling"
+        print(f"   -- mahimahi (mm-delay 10 mm-link, 1 flow, {how})")
         print_figures(mm_results)
 
 
@@ -135,6 +139,13 @@ def main() -> None:
     parser.add_argument("--only", choices=sorted(CASES))
     parser.add_argument("--mahimahi", type=Path, help="mahimahi_build.sh's --prefix")
     parser.add_argument("--no-mahimahi", action="store_true")
+    parser.add_argument(
+        "--mahimahi-rt",
+        type=int,
+        default=10,
+        help="SCHED_FIFO priority of mahimahi's processes, as cclab-emu's path thread "
+        "(default 10); 0: ordinary scheduling, as mahimahi is usually run",
+    )
     args = parser.parse_args()
     if os.geteuid() != 0 or not Path("/dev/net/tun").exists():
         print("emu_bench: skipped (needs root and /dev/net/tun)")
@@ -153,7 +164,7 @@ def main() -> None:
         with mahimahi_flow.host_settings() if mm else contextlib.nullcontext():
             for key, (name, rate, flows) in CASES.items():
                 if args.only in (None, key):
-                    report(name, rate, flows, args.seconds, args.runs, mm)
+                    report(name, rate, flows, args.seconds, args.runs, mm, args.mahimahi_rt)
 
 
 if __name__ == "__main__":

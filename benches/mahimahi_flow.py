@@ -106,7 +106,17 @@ def bdp_packets(rate_mbps: float, rtt_ms: float) -> int:
     return max(1, round(rate_mbps * 1e6 / 8 * rtt_ms / 1e3 / 1500))
 
 
-def _receive(server: socket.socket, result: dict) -> None:
+def _realtime(prio: int) -> None:
+    """The calling thread (and what it forks) at SCHED_FIFO `prio`; 0: ordinary scheduling."""
+    if prio > 0:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(prio))
+    else:
+        os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+
+
+def _receive(server: socket.socket, result: dict, rt: int) -> None:
+    if rt > 0:
+        _realtime(max(rt - 1, 1))  # as cclab-emu's endpoints: one below its path thread
     conn, _ = server.accept()
     conn.settimeout(server.gettimeout())
     first = last = None
@@ -125,10 +135,17 @@ def _receive(server: socket.socket, result: dict) -> None:
 
 
 def one_run(
-    bindir: Path, scratch: Path, rate_mbps: float, seconds: int, delay_ms: float = 10.0
+    bindir: Path,
+    scratch: Path,
+    rate_mbps: float,
+    seconds: int,
+    delay_ms: float = 10.0,
+    rt: int = 0,
 ) -> dict[str, float]:
     """One flow through `mm-delay DELAY mm-link TRACE TRACE`, 1 BDP droptail queues; `bindir`
-    from `prepare`, inside `host_settings`."""
+    from `prepare`, inside `host_settings`. `rt` > 0: mahimahi's processes (and the sender inside)
+    at SCHED_FIFO `rt`, the receiver at `rt` - 1, as cclab-emu runs its path thread (10) and its
+    endpoints (9); 0: ordinary scheduling, as mahimahi is usually run."""
     trace = scratch / f"{rate_mbps:g}mbps.trace"
     if not trace.exists():
         write_trace(trace, rate_mbps)
@@ -137,7 +154,7 @@ def one_run(
     server.settimeout(seconds + 60)  # a failed run must not hang the bench
     port = server.getsockname()[1]
     received: dict = {}
-    receiver = threading.Thread(target=_receive, args=(server, received), daemon=True)
+    receiver = threading.Thread(target=_receive, args=(server, received, rt), daemon=True)
     receiver.start()
     out = scratch / "sender.json"
     out.write_text("")
@@ -163,15 +180,19 @@ def one_run(
     log_path = scratch / "mahimahi.log"
     t0 = time.monotonic()
     with log_path.open("wb") as log_file:
-        proc = subprocess.Popen(
-            cmd,
-            stdout=log_file,
-            stderr=subprocess.STDOUT,
-            cwd=scratch,
-            user=NOBODY,
-            group=NOBODY,
-            extra_groups=[],
-        )
+        _realtime(rt)  # inherited by the fork, kept through mahimahi's setuid exec
+        try:
+            proc = subprocess.Popen(
+                cmd,
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
+                cwd=scratch,
+                user=NOBODY,
+                group=NOBODY,
+                extra_groups=[],
+            )
+        finally:
+            _realtime(0)
         _, status, usage = os.wait4(proc.pid, 0)  # its rusage: the whole reaped tree
     wall = time.monotonic() - t0
     proc.returncode = os.waitstatus_to_exitcode(status)
