@@ -106,7 +106,9 @@ def report(
         results.append(one_run(rate_mbps, seconds, flows))
         if mm is not None:
             flow, bindir, scratch = mm
-            mm_results.append(flow.one_run(bindir, scratch, rate_mbps, seconds, rt=mm_rt))
+            mm_results.append(
+                flow.one_run(bindir, scratch, rate_mbps, seconds, rt=mm_rt, flows=flows)
+            )
     wall = time.perf_counter() - t0
     print(
         f"== {name}: {flows} x kernel:cubic, {rate_mbps:g} Mbit/s x 10 ms, 1 BDP queue, "
@@ -118,7 +120,7 @@ def report(
     print_figures(results)
     if mm_results:
         how = f"SCHED_FIFO {mm_rt}" if mm_rt > 0 else "ordinary scheduling"
-        print(f"   -- mahimahi (mm-delay 10 mm-link, 1 flow, {how})")
+        print(f"   -- mahimahi (mm-delay 10 mm-link, {how})")
         print_figures(mm_results)
 
 

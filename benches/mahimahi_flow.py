@@ -1,7 +1,7 @@
-"""One kernel Cubic flow through mahimahi (mm-delay + mm-link), for emu_bench.py's side by side.
+"""Kernel Cubic flows through mahimahi (mm-delay + mm-link), for emu_bench.py's side by side.
 
 emu_bench.py imports this (as root); mahimahi's shell runs it as the sender (as nobody):
-    mm-delay 10 mm-link UP DOWN [queue args] -- python3 mahimahi_flow.py send SECONDS PORT OUT
+    mm-delay 10 mm-link UP DOWN [queue args] -- python3 mahimahi_flow.py send FLOWS SECONDS PORT OUT
 
 mahimahi's shells must be setuid root, run by a user other than root, with IP forwarding on:
 `prepare` copies mm-delay and mm-link (setuid) into a scratch folder that user can reach (the
@@ -114,24 +114,42 @@ def _realtime(prio: int) -> None:
         os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
 
 
-def _receive(server: socket.socket, result: dict, rt: int) -> None:
+def _receive(server: socket.socket, flows: int, result: dict, rt: int) -> None:
+    """Accepts `flows` connections and drains each in its own thread; the totals into `result`."""
     if rt > 0:
         _realtime(max(rt - 1, 1))  # as cclab-emu's endpoints: one below its path thread
-    conn, _ = server.accept()
-    conn.settimeout(server.gettimeout())
-    first = last = None
-    total = 0
-    buf = bytearray(CHUNK)
-    while True:
-        n = conn.recv_into(buf)
-        if n == 0:
-            break
-        last = time.monotonic()
-        if first is None:
-            first = last
-        total += n
-    conn.close()  # the sender waits for this: all its data has arrived, its shell may end
-    result.update(bytes=total, first=first, last=last)
+    reads: list[tuple[int, float | None, float | None]] = []
+
+    def drain(conn: socket.socket) -> None:
+        if rt > 0:
+            _realtime(max(rt - 1, 1))
+        conn.settimeout(server.gettimeout())
+        first = last = None
+        total = 0
+        buf = bytearray(CHUNK)
+        while True:
+            n = conn.recv_into(buf)
+            if n == 0:
+                break
+            last = time.monotonic()
+            if first is None:
+                first = last
+            total += n
+        conn.close()  # the sender waits for this: all its data has arrived, its shell may end
+        reads.append((total, first, last))
+
+    threads = []
+    for _ in range(flows):
+        conn, _ = server.accept()
+        threads.append(threading.Thread(target=drain, args=(conn,), daemon=True))
+        threads[-1].start()
+    for t in threads:
+        t.join()
+    result.update(
+        bytes=sum(r[0] for r in reads),
+        first=min(r[1] for r in reads if r[1] is not None),
+        last=max(r[2] for r in reads if r[2] is not None),
+    )
 
 
 def one_run(
@@ -141,11 +159,13 @@ def one_run(
     seconds: int,
     delay_ms: float = 10.0,
     rt: int = 0,
+    flows: int = 1,
 ) -> dict[str, float]:
-    """One flow through `mm-delay DELAY mm-link TRACE TRACE`, 1 BDP droptail queues; `bindir`
-    from `prepare`, inside `host_settings`. `rt` > 0: mahimahi's processes (and the sender inside)
-    at SCHED_FIFO `rt`, the receiver at `rt` - 1, as cclab-emu runs its path thread (10) and its
-    endpoints (9); 0: ordinary scheduling, as mahimahi is usually run."""
+    """`flows` Cubic flows (goodput: their sum) through `mm-delay DELAY mm-link TRACE TRACE`,
+    1 BDP droptail queues; `bindir` from `prepare`, inside `host_settings`. `rt` > 0: mahimahi's
+    processes (and the sender inside) at SCHED_FIFO `rt`, the receiver at `rt` - 1, as cclab-emu
+    runs its path thread (10) and its endpoints (9); 0: ordinary scheduling, as mahimahi is
+    usually run."""
     trace = scratch / f"{rate_mbps:g}mbps.trace"
     if not trace.exists():
         write_trace(trace, rate_mbps)
@@ -154,7 +174,7 @@ def one_run(
     server.settimeout(seconds + 60)  # a failed run must not hang the bench
     port = server.getsockname()[1]
     received: dict = {}
-    receiver = threading.Thread(target=_receive, args=(server, received, rt), daemon=True)
+    receiver = threading.Thread(target=_receive, args=(server, flows, received, rt), daemon=True)
     receiver.start()
     out = scratch / "sender.json"
     out.write_text("")
@@ -173,6 +193,7 @@ def one_run(
         shutil.which("python3", path="/usr/bin:/bin") or "python3",  # one nobody can run
         str(bindir / "mahimahi_flow.py"),
         "send",
+        str(flows),
         str(seconds),
         str(port),
         str(out),
@@ -221,33 +242,46 @@ def _tcp_info(sock: socket.socket) -> tuple[float, float]:
     return struct.unpack_from("<I", raw, 68)[0] / 1e3, struct.unpack_from("<I", raw, 148)[0] / 1e3
 
 
-def _send(seconds: float, port: int, out: Path) -> None:
-    """Runs inside mahimahi: Cubic to the bench's receiver at $MAHIMAHI_BASE for `seconds`."""
-    sock = socket.socket()
-    sock.settimeout(seconds + 60)
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, b"cubic")  # see host_settings
-    sock.connect((os.environ["MAHIMAHI_BASE"], port))
+def _send(flows: int, seconds: float, port: int, out: Path) -> None:
+    """Runs inside mahimahi: `flows` Cubic connections to the bench's receiver at $MAHIMAHI_BASE,
+    each writing for `seconds` from its own thread."""
+    socks = []
+    for _ in range(flows):
+        sock = socket.socket()
+        sock.settimeout(seconds + 60)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, b"cubic")  # see host_settings
+        sock.connect((os.environ["MAHIMAHI_BASE"], port))
+        socks.append(sock)
     srtts: list[float] = []
     done = threading.Event()
 
     def sample() -> None:  # TCP_INFO every 10 ms, as cclab-emu samples kernel flows
         while not done.wait(0.01):
-            srtts.append(_tcp_info(sock)[0])
+            srtts.extend(_tcp_info(sock)[0] for sock in socks)
 
+    def write(sock: socket.socket) -> None:
+        data = b"\0" * CHUNK
+        while time.monotonic() < stop:
+            sock.sendall(data)
+
+    stop = time.monotonic() + seconds
     sampler = threading.Thread(target=sample)
     sampler.start()
-    data = b"\0" * CHUNK
-    stop = time.monotonic() + seconds
-    while time.monotonic() < stop:
-        sock.sendall(data)
+    writers = [threading.Thread(target=write, args=(sock,)) for sock in socks]
+    for w in writers:
+        w.start()
+    for w in writers:
+        w.join()
     done.set()
     sampler.join()
-    min_rtt = _tcp_info(sock)[1]
+    min_rtt = min(_tcp_info(sock)[1] for sock in socks)
     # Wait until the receiver has read everything and closed: when this process ends, its shell
     # and the path with it go away, and data still queued would never arrive.
-    sock.shutdown(socket.SHUT_WR)
-    sock.recv(1)
-    sock.close()
+    for sock in socks:
+        sock.shutdown(socket.SHUT_WR)
+    for sock in socks:
+        sock.recv(1)
+        sock.close()
     ru = resource.getrusage(resource.RUSAGE_SELF)
     out.write_text(
         json.dumps(
@@ -261,6 +295,6 @@ def _send(seconds: float, port: int, out: Path) -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 5 or sys.argv[1] != "send":
-        sys.exit("usage: mahimahi_flow.py send SECONDS PORT OUT")
-    _send(float(sys.argv[2]), int(sys.argv[3]), Path(sys.argv[4]))
+    if len(sys.argv) != 6 or sys.argv[1] != "send":
+        sys.exit("usage: mahimahi_flow.py send FLOWS SECONDS PORT OUT")
+    _send(int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4]), Path(sys.argv[5]))
