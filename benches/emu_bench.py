@@ -156,6 +156,8 @@ def main() -> None:
     import mahimahi_flow
 
     bindir = None if args.no_mahimahi else mahimahi_flow.find_mahimahi(args.mahimahi)
+    if args.mahimahi and not args.no_mahimahi and bindir != args.mahimahi.resolve() / "bin":
+        parser.error(f"--mahimahi {args.mahimahi}: no bin/mm-delay and bin/mm-link there")
     if bindir is None:
         print("emu_bench: mahimahi not found (benches/mahimahi_build.sh builds it): not run")
     with tempfile.TemporaryDirectory(prefix="emu-bench-mm-") as scratch:

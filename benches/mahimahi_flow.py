@@ -45,7 +45,7 @@ NOBODY = 65534
 
 
 def find_mahimahi(prefix: Path | None = None) -> Path | None:
-    """The folder holding mm-delay and mm-link: on PATH, or mahimahi_build.sh's prefix."""
+    """The folder holding mm-delay and mm-link: mahimahi_build.sh's prefix, else PATH."""
     if prefix is None:
         cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
         prefix = cache / "cclab" / "mahimahi"
@@ -53,7 +53,7 @@ def find_mahimahi(prefix: Path | None = None) -> Path | None:
         link = shutil.which("mm-link", path=None if where is None else str(where))
         delay = shutil.which("mm-delay", path=None if where is None else str(where))
         if link and delay and Path(link).parent == Path(delay).parent:
-            return Path(link).parent
+            return Path(link).resolve().parent
     return None
 
 
