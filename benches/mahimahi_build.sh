@@ -70,7 +70,7 @@ fi
 cd "$build"
 
 missing=0
-for f in $(sed -n '/dist_trace_DATA/,/^$/p' traces/Makefile.am | tr -d '\\' | cut -d= -f2-); do
+for f in $(sed -n '/dist_trace_DATA/,/^$/p' traces/Makefile.am | tr -d '\134' | cut -d= -f2-); do
     [ -f "traces/$f" ] || missing=1
 done
 if [ "$missing" = 1 ]; then
@@ -83,4 +83,4 @@ autoreconf -fi
 ./configure --prefix="$prefix" -q
 make -j"$(nproc)"
 make install
-echo "mahimahi_build.sh: installed $(ls "$prefix/bin" | tr '\n' ' ')in $prefix/bin"
+echo "mahimahi_build.sh: installed $(cd "$prefix/bin" && echo mm-*) in $prefix/bin"
