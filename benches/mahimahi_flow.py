@@ -295,6 +295,9 @@ def _send(flows: int, seconds: float, port: int, out: Path) -> None:
 
 
 if __name__ == "__main__":
+    if len(sys.argv) == 1:  # `make bench` runs every script in benches/: nothing to do alone
+        print("mahimahi_flow.py: emu_bench.py's helper; it runs the mahimahi side from there")
+        sys.exit(0)
     if len(sys.argv) != 6 or sys.argv[1] != "send":
         sys.exit("usage: mahimahi_flow.py send FLOWS SECONDS PORT OUT")
     _send(int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4]), Path(sys.argv[5]))
