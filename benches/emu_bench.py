@@ -9,8 +9,16 @@ figures as min / median / max:
 - 1 Gbit/s x 10 ms: >= 950 Mbit/s goodput, emulator-added RTT <= 0.2 ms, zero unexplained drops
   (packets sent = delivered + recorded drops + still in flight);
 - 100 Mbit/s x 10 ms: the emulator's path thread <= 20 % of a CPU, delay error p99 < 0.1 ms.
-mahimahi is not run here (it is not installed on this VM); the figures to set beside it are
-in crates/emu/README.md.
+
+mahimahi side by side: when mm-delay and mm-link are found (on PATH, or where
+benches/mahimahi_build.sh installs them; --mahimahi DIR names a prefix, --no-mahimahi skips it),
+every run of a case is followed by the same flow through `mm-delay 10 mm-link TRACE TRACE` (a
+constant-rate trace at the case's rate, 1 BDP droptail queues; benches/mahimahi_flow.py), runs
+alternating. Its lines: goodput (same definition), the sender's median srtt and min RTT, and
+mm_cpu_pct: the CPU of every mm-delay/mm-link process over the shell's life (% of one CPU).
+mahimahi runs at the real-time priority cclab-emu gives its path thread and endpoints
+(--mahimahi-rt, default 10; 0: ordinary scheduling, as it is usually run): on a busy machine
+the comparison is otherwise one of priorities.
 
 What is printed, per case:
 - goodput: application bytes the receiver read / time between its first and last read;
@@ -31,8 +39,11 @@ What is printed, per case:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
+import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -77,10 +88,27 @@ def one_run(rate_mbps: float, seconds: int, flows: int) -> dict[str, float]:
     }
 
 
-def report(name: str, rate_mbps: float, flows: int, seconds: int, runs: int) -> None:
+def print_figures(results: list[dict[str, float]]) -> None:
+    for key in results[0]:
+        v = sorted(r[key] for r in results)
+        lo, mid, hi = v[0], v[len(v) // 2], v[-1]
+        print(f"   {key:18s} min {lo:10.3f}  median {mid:10.3f}  max {hi:10.3f}")
+
+
+def report(
+    name: str, rate_mbps: float, flows: int, seconds: int, runs: int, mm: tuple | None, mm_rt: int
+) -> None:
+    """`mm`: None, or (mahimahi_flow module, its prepared bin folder, scratch folder)."""
     load = os.getloadavg()[0]
     t0 = time.perf_counter()
-    results = [one_run(rate_mbps, seconds, flows) for _ in range(runs)]
+    results, mm_results = [], []
+    for _ in range(runs):  # alternated, so that both tools see the same neighbours
+        results.append(one_run(rate_mbps, seconds, flows))
+        if mm is not None:
+            flow, bindir, scratch = mm
+            mm_results.append(
+                flow.one_run(bindir, scratch, rate_mbps, seconds, rt=mm_rt, flows=flows)
+            )
     wall = time.perf_counter() - t0
     print(
         f"== {name}: {flows} x kernel:cubic, {rate_mbps:g} Mbit/s x 10 ms, 1 BDP queue, "
@@ -88,10 +116,12 @@ def report(name: str, rate_mbps: float, flows: int, seconds: int, runs: int) -> 
     )
     after = os.getloadavg()[0]
     print(f"   load average before: {load:.2f}, after: {after:.2f} (2 CPUs); wall {wall:.1f} s")
-    for key in results[0]:
-        v = sorted(r[key] for r in results)
-        lo, mid, hi = v[0], v[len(v) // 2], v[-1]
-        print(f"   {key:18s} min {lo:10.3f}  median {mid:10.3f}  max {hi:10.3f}")
+    print("   -- cclab-emu")
+    print_figures(results)
+    if mm_results:
+        how = f"SCHED_FIFO {mm_rt}" if mm_rt > 0 else "ordinary scheduling"
+        print(f"   -- mahimahi (mm-delay 10 mm-link, {how})")
+        print_figures(mm_results)
 
 
 #: name -> (what, link rate in Mbit/s, flows)
@@ -109,13 +139,36 @@ def main() -> None:
     parser.add_argument("--seconds", type=int, default=20)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--only", choices=sorted(CASES))
+    parser.add_argument("--mahimahi", type=Path, help="mahimahi_build.sh's --prefix")
+    parser.add_argument("--no-mahimahi", action="store_true")
+    parser.add_argument(
+        "--mahimahi-rt",
+        type=int,
+        default=10,
+        help="SCHED_FIFO priority of mahimahi's processes, as cclab-emu's path thread "
+        "(default 10); 0: ordinary scheduling, as mahimahi is usually run",
+    )
     args = parser.parse_args()
     if os.geteuid() != 0 or not Path("/dev/net/tun").exists():
         print("emu_bench: skipped (needs root and /dev/net/tun)")
         return
-    for key, (name, rate, flows) in CASES.items():
-        if args.only in (None, key):
-            report(name, rate, flows, args.seconds, args.runs)
+    sys.path.insert(0, str(Path(__file__).parent))
+    import mahimahi_flow
+
+    bindir = None if args.no_mahimahi else mahimahi_flow.find_mahimahi(args.mahimahi)
+    if args.mahimahi and not args.no_mahimahi and bindir != args.mahimahi.resolve() / "bin":
+        parser.error(f"--mahimahi {args.mahimahi}: no bin/mm-delay and bin/mm-link there")
+    if bindir is None:
+        print("emu_bench: mahimahi not found (benches/mahimahi_build.sh builds it): not run")
+    with tempfile.TemporaryDirectory(prefix="emu-bench-mm-") as scratch:
+        mm = None
+        if bindir is not None:
+            print(f"emu_bench: mahimahi from {bindir}, runs alternated with cclab-emu's")
+            mm = (mahimahi_flow, mahimahi_flow.prepare(bindir, Path(scratch)), Path(scratch))
+        with mahimahi_flow.host_settings() if mm else contextlib.nullcontext():
+            for key, (name, rate, flows) in CASES.items():
+                if args.only in (None, key):
+                    report(name, rate, flows, args.seconds, args.runs, mm, args.mahimahi_rt)
 
 
 if __name__ == "__main__":
