@@ -54,7 +54,7 @@ test: install test-system
 	cargo test --profile test-release --workspace --exclude cclab-py
 	$(BIN)/ruff check $(PY_DIRS)
 	$(BIN)/ruff format --check $(PY_DIRS)
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q --durations=15
 	$(MAKE) check-portable test-wheel
 
 # The wheel: the Rust core and the Python package with its data (scenarios, traces), stripped of
