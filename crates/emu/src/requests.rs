@@ -53,6 +53,10 @@ struct ClientConn {
     start: u64,
     sock: Option<OwnedFd>,
     connected: bool,
+    /// Something to do: the last wait reported it, or a request was just given to it. Only
+    /// these are read and written, so a turn costs system calls for the busy few, not for
+    /// all K connections.
+    poke: bool,
     /// Requests written (or still to be written) and not yet answered, by index into the log,
     /// in the order the server answers them.
     waiting: VecDeque<usize>,
@@ -116,6 +120,7 @@ pub fn client(
             start,
             sock: None,
             connected: false,
+            poke: false,
             waiting: VecDeque::new(),
             unsent: VecDeque::new(),
         })
@@ -151,10 +156,12 @@ pub fn client(
             let c = &mut cs[index_of(flow)];
             c.waiting.push_back(log.len());
             c.unsent.push_back((size, 0));
+            c.poke = true;
             log.push(Request { id: log.len() as u64, flow, size, start: t, end: None });
         }
         // Write what the connections take, read the answers.
-        for c in cs.iter_mut().filter(|c| c.connected) {
+        for c in cs.iter_mut().filter(|c| c.connected && c.poke) {
+            c.poke = false;
             let ClientConn { sock, port, waiting, unsent, .. } = c;
             let sock = sock.as_ref().expect("connected");
             while !unsent.is_empty() {
@@ -213,6 +220,7 @@ pub fn client(
         wait_any_readable(&mut pfds, until.saturating_sub(now))?;
         for (p, &i) in pfds.iter().zip(&polled) {
             let c = &mut cs[i];
+            c.poke |= p.revents != 0;
             if !c.connected && p.revents & (libc::POLLOUT | libc::POLLERR | libc::POLLHUP) != 0 {
                 let sock = c.sock.as_ref().expect("polled");
                 let err = getsockopt(sock, sockopt::SocketError)?;
@@ -241,6 +249,8 @@ struct ServerConn {
     /// Answers due but not yet written.
     owed: u64,
     closed: bool,
+    /// The last wait reported something (as the client's `poke`).
+    ready: bool,
 }
 
 impl ServerConn {
@@ -279,12 +289,21 @@ pub fn serve(listeners: Vec<TcpListener>, stop: &Stop) -> io::Result<()> {
         pending.retain(|l| match l.accept() {
             Ok((sock, _)) => {
                 let ok = sock.set_nonblocking(true).and_then(|_| sock.set_nodelay(true));
-                conns.push(ServerConn { sock, header: [0; 8], have: 0, left: 0, owed: 0, closed: ok.is_err() });
+                conns.push(ServerConn {
+                    sock,
+                    header: [0; 8],
+                    have: 0,
+                    left: 0,
+                    owed: 0,
+                    closed: ok.is_err(),
+                    ready: true,
+                });
                 false
             }
             Err(_) => true, // WouldBlock until the client connects
         });
-        for c in conns.iter_mut().filter(|c| !c.closed) {
+        for c in conns.iter_mut().filter(|c| !c.closed && c.ready) {
+            c.ready = false;
             loop {
                 match c.sock.read(&mut buf) {
                     Ok(0) => {
@@ -325,6 +344,9 @@ pub fn serve(listeners: Vec<TcpListener>, stop: &Stop) -> io::Result<()> {
             pfds.push(libc::pollfd { fd: c.sock.as_raw_fd(), events, revents: 0 });
         }
         wait_any_readable(&mut pfds, POLL_NS)?;
+        for (c, p) in conns.iter_mut().zip(&pfds[pending.len()..]) {
+            c.ready = p.revents != 0;
+        }
     }
     Ok(())
 }
@@ -383,7 +405,15 @@ mod tests {
         }
         assert_eq!(stream.len() as u64, sizes.iter().map(|&s| wire_bytes(s)).sum::<u64>());
         for cut in [1usize, 7, 1000, 65536] {
-            let mut s = ServerConn { sock: dummy_stream(), header: [0; 8], have: 0, left: 0, owed: 0, closed: false };
+            let mut s = ServerConn {
+                sock: dummy_stream(),
+                header: [0; 8],
+                have: 0,
+                left: 0,
+                owed: 0,
+                closed: false,
+                ready: true,
+            };
             for piece in stream.chunks(cut) {
                 s.take(piece);
             }
