@@ -192,3 +192,51 @@ def test_the_emulator_captures_the_real_packets_crossing_its_link(write_scenario
     ]
     assert sorted(seen) == sorted(want)
     assert tcp_acks > 100 and udp_data > 100
+
+
+#: 4 s of requests (TINY_CDF: 1-5,000 bytes) at 8 Mbit/s over 20 Linux Cubic connections on a
+#: 20 Mbit/s, 20 ms RTT link: ~1,600 requests.
+REQUESTS = """\
+    name = "emu-requests"
+    duration = "4s"
+
+    [link]
+    rate = "20Mbps"
+    delay = "10ms"
+    queue = "1bdp"
+
+    [[flows]]
+    scheme = "kernel:cubic"
+    traffic = "requests"
+
+    [flows.requests]
+    cdf = "TINY_CDF"
+    load = "8Mbps"
+    connections = 20
+"""
+
+
+@needs_root
+def test_request_workload_on_the_emulator_gives_fct_and_slowdown(
+    cli, write_scenario, tmp_path
+) -> None:
+    out = tmp_path / "run"
+    code, _, err = cli("run", write_scenario(REQUESTS), "--engine", "emu", "--out", out)
+    assert code == 0, err
+    meta = json.loads((out / "meta.json").read_text())
+    assert meta["engine"] == "emu"
+    fct = meta["fct"]
+    # 8 Mbit/s of 2,500-byte requests is 400/s: ~1,600 in 4 s (Poisson, sd 40).
+    assert 1400 < fct["all"]["requests"] < 1800, fct
+    # All but those of the last moments complete (the slowest takes a few RTTs).
+    assert fct["all"]["completed"] > 0.95 * fct["all"]["requests"], fct
+    # Below 10 KB every request is "small"; an idle-ish link serves it near its ideal time.
+    assert fct["small"]["requests"] == fct["all"]["requests"]
+    assert 1.0 <= fct["all"]["slowdown_median"] < 3.0, fct
+    assert fct["all"]["fct_median_ms"] >= 20.0, "no request beats the base RTT"
+    requests = pd.read_parquet(out / "requests.parquet")
+    assert len(requests) == fct["all"]["requests"]
+    done = requests[requests["completed"]]
+    assert (done["slowdown"] >= 1.0).all(), "no request beats its ideal time"
+    buckets = pd.read_parquet(out / "fct.parquet").set_index("bucket")
+    assert math.isclose(buckets.loc["all", "slowdown_median"], fct["all"]["slowdown_median"])

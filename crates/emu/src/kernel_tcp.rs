@@ -282,7 +282,7 @@ fn set_rcvlowat(sock: impl AsFd, bytes: libc::c_int) -> io::Result<()> {
 }
 
 /// A TCP socket in the calling thread's namespace with congestion control `cc`.
-fn tcp_socket(cc: &str) -> io::Result<OwnedFd> {
+pub(crate) fn tcp_socket(cc: &str) -> io::Result<OwnedFd> {
     let sock = socket(AddressFamily::Inet, SockType::Stream, SockFlag::SOCK_NONBLOCK | SockFlag::SOCK_CLOEXEC, None)?;
     // The kernel would stop at a NUL and quietly take the name's start instead.
     if cc.contains('\0') {

@@ -25,6 +25,7 @@ pub mod packet;
 pub mod path;
 pub mod process;
 mod records;
+pub mod requests;
 pub mod run;
 pub mod scheme;
 pub mod sys;

@@ -130,6 +130,14 @@ fn report(out: &EmuOutput, prop_ns: u64) {
     }
     print_flow("total", &m.total);
     println!("utilisation = {:.4}", m.utilisation);
+    if !out.run.requests.is_empty() {
+        for b in cclab_core::metrics::fct::summary(&out.run.requests) {
+            println!(
+                "requests {}: requests = {}  completed = {}  fct_median_ms = {:.3}  fct_p99_ms = {:.3}  slowdown_median = {:.3}  slowdown_p99 = {:.3}",
+                b.bucket, b.requests, b.completed, b.fct_median_ms, b.fct_p99_ms, b.slowdown_median, b.slowdown_p99
+            );
+        }
+    }
     for (i, f) in out.emu.flows.iter().enumerate() {
         if f.app.bytes > 0 {
             println!("flow {i} app_goodput_mbps = {:.2}  app_bytes = {}", f.app.goodput_mbps(), f.app.bytes);

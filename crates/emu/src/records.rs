@@ -76,6 +76,11 @@ impl Collector {
         }
     }
 
+    /// The requests of the run's request workloads (`requests::merge`'s log).
+    pub fn set_requests(&mut self, requests: Vec<cclab_core::metrics::fct::Request>) {
+        self.sinks.requests.requests = requests;
+    }
+
     /// The run's results; the emulator's "events" are the records it collected.
     pub fn finish(self, plan: &PathPlan, wall_secs: f64) -> RunOutput {
         self.sinks.finish(plan, self.records, wall_secs)

@@ -19,7 +19,7 @@ use crate::sys::{self, Clock};
 use crate::timing;
 use crate::topology::{Topology, RECEIVER_IP, SENDER_IP};
 use crate::wrapper::Side;
-use crate::{kernel_tcp, udp};
+use crate::{kernel_tcp, requests, udp};
 use cclab_core::record::PacketKind;
 use cclab_core::scenario::{Scenario, ScenarioErrors, Source};
 use cclab_engine::plan::PathPlan;
@@ -366,7 +366,29 @@ pub fn run(
     let mut udp_socks = Vec::new();
     let mut programs = Programs { running: Vec::new(), pending: Vec::new() };
     let mut setup_wait = Duration::ZERO;
+    // Request workloads' connections are served by their pools (`requests.rs`), not one
+    // bulk sender/receiver per flow.
+    let pooled = |p: &FlowPlan| path.carries_requests(p.id);
+    let pool_conns: usize = path.requests.iter().map(|r| r.connections.len()).sum();
+    if pool_conns > 0 {
+        // Three descriptors per connection, and room for the run's own (devices, namespaces).
+        requests::ensure_descriptors(3 * pool_conns as u64 + 256).map_err(EmuError::Failed)?;
+    }
+    let mut pool_listeners = Vec::new();
+    for r in &path.requests {
+        let mut ls = Vec::new();
+        for &id in &r.connections {
+            ls.push(
+                kernel_tcp::listen(&topo.receiver_ns, plans[id as usize].port)
+                    .map_err(|e| failed("request server", e))?,
+            );
+        }
+        pool_listeners.push(ls);
+    }
     for (i, p) in plans.iter().enumerate() {
+        if pooled(p) {
+            continue;
+        }
         match &p.scheme {
             EmuScheme::Kernel(_) => listeners
                 .push((i, kernel_tcp::listen(&topo.receiver_ns, p.port).map_err(|e| failed("kernel receiver", e))?)),
@@ -396,7 +418,8 @@ pub fn run(
     let tolerance_ns = opts.tolerance_us.map_or_else(|| timing::tolerance_ns(link_bps), |us| us * 1000);
     let clock = Clock::start();
     let cpu_start = sys::process_cpu_ns();
-    let outcome: Result<(PathStats, PathStats, Vec<ThreadStats>), EmuError> = std::thread::scope(|s| {
+    type Outcome = (PathStats, PathStats, Vec<ThreadStats>, Vec<Vec<cclab_core::metrics::fct::Request>>);
+    let outcome: Result<Outcome, EmuError> = std::thread::scope(|s| {
         let _stop_all = StopOnDrop(&[&stop_paths, &stop_flows]);
         let forward = Path::new(
             PathConfig {
@@ -485,7 +508,34 @@ pub fn run(
                 }),
             ));
         }
+        let mut servers = Vec::new();
+        let mut clients = Vec::new();
+        for (w, (r, listeners)) in path.requests.iter().zip(pool_listeners).enumerate() {
+            let (stop, tx_server) = (stop_flows.clone(), tx.clone());
+            servers.push(s.spawn(move || {
+                if let Err(e) = requests::serve(listeners, &stop) {
+                    report(&tx_server, format!("flows[{}] request server", r.spec), e);
+                }
+            }));
+            let (stop, tx, ns) = (stop_flows.clone(), tx.clone(), &topo.sender_ns);
+            let EmuScheme::Kernel(cc) = &schemes[r.spec] else {
+                unreachable!("scheme::resolve lets request workloads through on kernel TCP only")
+            };
+            let conns: Vec<(u32, u16, u64)> =
+                r.connections.iter().map(|&id| (id, plans[id as usize].port, plans[id as usize].start)).collect();
+            let source = path.request_source(w);
+            clients.push(s.spawn(move || {
+                let got = ns.enter().and_then(|_| requests::client(cc, source, &conns, clock, r.stop, &stop));
+                got.unwrap_or_else(|e| {
+                    report(&tx, format!("flows[{}] request client", r.spec), e);
+                    Vec::new()
+                })
+            }));
+        }
         for (i, p) in plans.iter().enumerate() {
+            if pooled(p) {
+                continue;
+            }
             let (stop, tx, ns) = (stop_flows.clone(), tx.clone(), &topo.sender_ns);
             let spec = &scenario.flows[p.spec];
             let handle = match &p.scheme {
@@ -581,9 +631,13 @@ pub fn run(
         for (i, h) in receivers {
             flow_ends[i].app = h.join().expect("receivers do not panic");
         }
+        let logs: Vec<_> = clients.into_iter().map(|h| h.join().expect("request clients do not panic")).collect();
+        for h in servers {
+            h.join().expect("request servers do not panic");
+        }
         match failure {
             Some(e) => Err(e),
-            None => Ok((fwd, rev, threads)),
+            None => Ok((fwd, rev, threads, logs)),
         }
     });
     drop(tx);
@@ -599,7 +653,8 @@ pub fn run(
     }
     let run_ns = clock.now();
     let process_cpu_ns = sys::process_cpu_ns().saturating_sub(cpu_start);
-    let (forward, reverse, threads) = outcome?;
+    let (forward, reverse, threads, request_logs) = outcome?;
+    collector.set_requests(requests::merge(request_logs));
     if let Some(m) = late_failure {
         return Err(EmuError::Failed(m));
     }

@@ -3,7 +3,7 @@
 //!
 //! - `kernel:<name>`: Linux TCP with that congestion control (any name in
 //!   `/proc/sys/net/ipv4/tcp_available_congestion_control`), driven by cclab's bulk
-//!   sender/receiver;
+//!   sender/receiver, or by its request client and server pools (`requests.rs`);
 //! - `wrapper:<file.toml>`: an external sender/receiver pair described by a wrapper file
 //!   (`wrapper.rs`), the path relative to the scenario file;
 //! - anything else: a cclab controller from the registry, run for real over the UDP transport.
@@ -78,13 +78,17 @@ pub fn resolve(scenario: &Scenario, src: &Source, base_dir: &Path) -> Result<Vec
     }
     for (i, f) in scenario.flows.iter().enumerate() {
         let at = |k: &str| format!("flows[{i}].{k}");
-        if f.traffic != Traffic::Bulk {
-            errs.push(
-                src.error(
-                    &at("traffic"),
-                    "the emulator runs bulk flows only (request workloads run with --engine sim)",
+        // Request workloads run over Linux TCP (requests.rs); cclab's UDP transport and
+        // external programs have no way to carry requests yet.
+        if f.traffic == Traffic::Requests && !f.scheme.starts_with(KERNEL_PREFIX) {
+            errs.push(src.error(
+                &at("traffic"),
+                format!(
+                    "the emulator runs request workloads over Linux TCP only: use a `{KERNEL_PREFIX}` scheme \
+                     (e.g. `kernel:cubic`), or run `{}` with --engine sim",
+                    f.scheme
                 ),
-            );
+            ));
         }
         let scheme = if let Some(name) = f.scheme.strip_prefix(KERNEL_PREFIX) {
             let ccs = kernel_ccs.get_or_insert_with(kernel_congestion_controls);
