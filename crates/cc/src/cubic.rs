@@ -401,7 +401,7 @@ impl CongestionControl for Cubic {
         "cubic"
     }
 
-    fn on_init(&mut self, now: Time, _ctx: &mut CcContext) {
+    fn on_init(&mut self, now: Time, _rtt: &RttStats, _ctx: &mut CcContext) {
         self.hystart_reset(now);
     }
 

@@ -98,6 +98,7 @@ const KEYS: &[&str] = &[
     "min_rto",
     "rto_max",
     "undo",
+    "handshake",
     "jitter",
 ];
 

@@ -1,3 +1,4 @@
+use crate::handshake::Handshake;
 use crate::rtt::RttEstimator;
 use crate::{AckFrame, DataPacket};
 use cclab_cc::{
@@ -101,6 +102,8 @@ pub struct SenderStats {
     /// Timeouts found spurious and undone (`[transport] undo`).
     pub spurious_rtos: u64,
     pub congestion_events: u64,
+    /// SYNs sent again after a timeout while connecting ([`Sender::connect`]).
+    pub syn_retransmissions: u64,
     /// Gaps between the send times of packets declared lost, for their burstiness: a flow's
     /// packets reach the bottleneck in send order one fixed access delay later, so these are
     /// the gaps between the queue's drops of this flow (IMC'21 logs drops at the queue).
@@ -131,6 +134,8 @@ pub struct Sender {
     /// Tags of messages whose last byte the receiver acknowledged, not yet taken.
     completed: Vec<u64>,
     active: bool,
+    /// SYN_SENT: the connection is opening ([`Sender::connect`]); no data until the SYN-ACK.
+    handshake: Option<Handshake>,
     // Recovery epochs (reference §0.3, QUIC style).
     ca_state: CaState,
     recovery_start: Option<Time>,
@@ -185,6 +190,7 @@ impl Sender {
             messages: VecDeque::new(),
             completed: Vec::new(),
             active: false,
+            handshake: None,
             ca_state: CaState::Open,
             recovery_start: None,
             recovery_end_id: 0,
@@ -234,12 +240,45 @@ impl Sender {
         self.ca_state
     }
 
-    /// Starts sending (a bulk flow has unlimited data until [`Sender::stop`]).
+    /// Starts sending on an open connection, with no RTT sample yet (a bulk flow has
+    /// unlimited data until [`Sender::stop`]).
     pub fn start(&mut self, now: Time) {
         self.active = true;
         self.next_send_time = now;
         let mss = self.cfg.mss;
-        self.cc.on_init(now, &mut CcContext { mss, rng: &mut self.rng });
+        self.cc.on_init(now, &self.rtt.stats, &mut CcContext { mss, rng: &mut self.rng });
+    }
+
+    /// Opens the connection as Linux's connect() does (`[transport] handshake`): a SYN now
+    /// ([`Sender::poll_syn`]), again after TCP_TIMEOUT_INIT with backoff while unanswered, and
+    /// data only once a SYN-ACK arrives ([`Sender::on_syn_ack`]), whose RTT sample seeds srtt,
+    /// the RTO and the min-RTT before the controller starts.
+    pub fn connect(&mut self, now: Time) {
+        self.handshake = Some(Handshake::new(now, self.cfg.rto_max));
+    }
+
+    /// Whether the connection is still opening (a SYN sent, no SYN-ACK yet).
+    pub fn is_connecting(&self) -> bool {
+        self.handshake.is_some()
+    }
+
+    /// A SYN due at `now`, if any: returns its send time, which the SYN-ACK must echo back.
+    pub fn poll_syn(&mut self, now: Time) -> Option<Time> {
+        let h = self.handshake.as_mut()?;
+        let syn = h.poll(now)?;
+        self.stats.syn_retransmissions = h.retries() as u64;
+        Some(syn)
+    }
+
+    /// A SYN-ACK echoing the SYN sent at `echo`: the RTT sample now − echo (tcp_ack_update_rtt
+    /// via the timestamp echo, so a retransmitted SYN is timed too), then data may flow.
+    /// Later SYN-ACKs (answers to retransmitted SYNs) change nothing.
+    pub fn on_syn_ack(&mut self, now: Time, echo: Time) {
+        if self.handshake.take().is_none() {
+            return;
+        }
+        self.rtt.sample(now.saturating_sub(echo), self.next_id, self.next_id);
+        self.start(now);
     }
 
     /// Limits the data the application has written to `bytes` in total.
@@ -269,6 +308,7 @@ impl Sender {
     /// Stops all sending: no new data, no retransmissions, no timers.
     pub fn stop(&mut self) {
         self.active = false;
+        self.handshake = None;
         self.rto_deadline = None;
         self.loss_time = None;
         self.undo_end = None;
@@ -712,6 +752,9 @@ impl Sender {
 
     /// The earliest time the sender needs [`Sender::on_timeout`] or can send again.
     pub fn next_timeout(&self) -> Option<Time> {
+        if let Some(h) = &self.handshake {
+            return h.next_timeout();
+        }
         if !self.active {
             return None;
         }
@@ -735,6 +778,10 @@ impl Sender {
 
     /// Fires whatever timers are due at `now`.
     pub fn on_timeout(&mut self, now: Time) {
+        if let Some(h) = &mut self.handshake {
+            h.on_timeout(now);
+            return;
+        }
         if !self.active {
             return;
         }

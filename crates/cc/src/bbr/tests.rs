@@ -14,7 +14,7 @@ struct Feed {
 impl Feed {
     fn new() -> Feed {
         let mut f = Feed { bbr: Bbr::new(MSS, BbrConfig::default()), rng: Rng::new(5), now: 0, delivered: 0, id: 0 };
-        f.bbr.on_init(0, &mut CcContext { mss: MSS, rng: &mut f.rng });
+        f.bbr.on_init(0, &RttStats::default(), &mut CcContext { mss: MSS, rng: &mut f.rng });
         f
     }
 
