@@ -443,15 +443,7 @@ impl Sim {
     fn send_reverse(&mut self, f: u32, body: Body, size: u64) {
         let uid = self.next_uid;
         self.next_uid += 1;
-        let p = Packet {
-            uid,
-            flow: f,
-            size: size as u32,
-            sent: self.now,
-            enqueued: NEVER,
-            dequeued: NEVER,
-            body,
-        };
+        let p = Packet { uid, flow: f, size: size as u32, sent: self.now, enqueued: NEVER, dequeued: NEVER, body };
         let reverse = self.flows[f as usize].reverse;
         self.push_pipe(reverse, p);
     }
@@ -491,7 +483,14 @@ impl Sim {
     #[cold]
     #[inline(never)]
     fn connected(&mut self, f: u32, echo: Time) {
-        self.flows[f as usize].sender.on_syn_ack(self.now, echo);
+        let flow = &mut self.flows[f as usize];
+        let opening = flow.sender.is_connecting();
+        flow.sender.on_syn_ack(self.now, echo);
+        if opening {
+            // The receiving host times its SYN-ACK by the handshake's final ACK
+            // (tcp_synack_rtt_meas): the same round trip, which bounds its delayed-ACK timer.
+            flow.receiver.set_handshake_rtt(flow.sender.rtt().smoothed);
+        }
         self.transmit(f);
         self.rearm(f);
     }

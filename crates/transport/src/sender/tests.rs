@@ -2,7 +2,7 @@
 //! records what it is told. Every test names the rule it checks.
 
 use super::*;
-use cclab_cc::CcSnapshot;
+use cclab_cc::{CcSnapshot, RttStats};
 use cclab_core::time::{MS, SEC, US};
 use std::sync::{Arc, Mutex};
 
@@ -38,6 +38,8 @@ struct Shared {
     pacing: Option<f64>,
     slow_start: bool,
     heard: Vec<Heard>,
+    /// When `on_init` ran and the RTT state it was given.
+    init: Option<(Time, RttStats)>,
 }
 
 struct Recorder(Arc<Mutex<Shared>>);
@@ -45,6 +47,9 @@ struct Recorder(Arc<Mutex<Shared>>);
 impl CongestionControl for Recorder {
     fn name(&self) -> &'static str {
         "recorder"
+    }
+    fn on_init(&mut self, now: Time, rtt: &RttStats, _ctx: &mut CcContext) {
+        self.0.lock().unwrap().init = Some((now, *rtt));
     }
     fn on_ack(&mut self, ev: &AckEvent, _ctx: &mut CcContext) {
         self.0.lock().unwrap().heard.push(Heard::Ack {
@@ -107,6 +112,7 @@ impl Harness {
             pacing: None,
             slow_start: false,
             heard: Vec::new(),
+            init: None,
         }));
         let mut s = Sender::new(SenderConfig { mss: MSS, ..cfg }, Box::new(Recorder(cc.clone())), Rng::new(1));
         s.start(0);
@@ -705,4 +711,86 @@ fn undo_off_keeps_the_timeouts_reduction() {
     // The timeout's retransmissions still go out.
     let p = h.s.poll_transmit(450 * MS).unwrap();
     assert!(p.retransmission && p.offset == 2 * MSS, "{p:?}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The opening handshake ([transport] handshake).
+
+/// A sender that called connect() at `t0` with a 10-packet window, not yet started.
+fn connecting(t0: Time) -> Harness {
+    let mut h = Harness::new(10);
+    let cc = h.cc.clone();
+    cc.lock().unwrap().init = None;
+    h.s = Sender::new(SenderConfig { mss: MSS, ..SenderConfig::default() }, Box::new(Recorder(cc)), Rng::new(1));
+    h.s.connect(t0);
+    h
+}
+
+#[test]
+fn the_syn_ack_sample_seeds_srtt_the_rto_and_min_rtt_before_the_controller_starts() {
+    // tcp_rcv_synsent_state_process → tcp_ack → tcp_ack_update_rtt (tcp_update_rtt_min,
+    // tcp_rtt_estimator, tcp_set_rto), then tcp_finish_connect → tcp_init_transfer →
+    // tcp_init_congestion_control: the controller's init sees the handshake's sample.
+    let mut h = connecting(100 * MS);
+    assert_eq!(h.s.poll_syn(100 * MS), Some(100 * MS), "the SYN leaves at connect()");
+    assert_eq!(h.s.poll_syn(100 * MS), None, "one SYN, not a burst");
+    assert!(h.s.poll_transmit(100 * MS).is_none(), "no data in SYN_SENT");
+    assert!(h.cc.lock().unwrap().init.is_none(), "the controller starts on the SYN-ACK, not before");
+    assert_eq!(h.s.next_timeout(), Some(1100 * MS), "TCP_TIMEOUT_INIT guards the SYN");
+    h.s.on_syn_ack(130 * MS, 100 * MS);
+    let (at, rtt) = h.cc.lock().unwrap().init.expect("init ran");
+    assert_eq!(at, 130 * MS);
+    assert!(rtt.has_sample);
+    assert_eq!((rtt.latest, rtt.smoothed, rtt.min), (30 * MS, 30 * MS, 30 * MS));
+    // tcp_rtt_estimator's first sample, then tcp_set_rto: srtt + max(2·rtt, rto_min).
+    let p = h.s.poll_transmit(130 * MS).expect("data flow once the connection is open");
+    assert_eq!((p.id, p.offset), (0, 0));
+    assert_eq!(h.s.next_timeout(), Some(130 * MS + 230 * MS), "the first RTO is 230 ms, not 1 s");
+    // A second SYN-ACK (the answer to a SYN sent again) is a duplicate: nothing changes.
+    h.s.on_syn_ack(140 * MS, 0);
+    assert_eq!(h.s.rtt().smoothed, 30 * MS);
+}
+
+#[test]
+fn an_unanswered_syn_is_sent_again_after_one_second_then_two() {
+    // tcp_retransmit_timer in SYN_SENT: icsk_rto starts at TCP_TIMEOUT_INIT (1 s) and doubles.
+    // With timestamps the SYN-ACK of the retransmitted SYN is still timed, from its echo
+    // (tcp_ack_update_rtt: "seq_rtt_us = ca_rtt_us = tcp_rtt_tsopt_us(tp)").
+    let mut h = connecting(0);
+    h.s.poll_syn(0).expect("first SYN");
+    h.s.on_timeout(SEC - 1);
+    assert_eq!(h.s.poll_syn(SEC - 1), None, "not a nanosecond early");
+    h.s.on_timeout(SEC);
+    assert_eq!(h.s.poll_syn(SEC), Some(SEC));
+    assert_eq!(h.s.stats.syn_retransmissions, 1);
+    assert_eq!(h.s.next_timeout(), Some(3 * SEC), "the second SYN waits 2 s");
+    h.s.on_syn_ack(SEC + 40 * MS, SEC);
+    assert_eq!(h.s.rtt().smoothed, 40 * MS, "timed from the SYN the SYN-ACK echoes");
+    assert!(h.s.poll_transmit(SEC + 40 * MS).is_some());
+}
+
+#[test]
+fn connect_gives_up_after_six_syn_retransmissions() {
+    // tcp_syn_retries = 6 (TCP_SYN_RETRIES): SYNs at 0, 1, 3, 7, 15, 31 and 63 s; at 127 s
+    // connect() fails with ETIMEDOUT and the flow never sends.
+    let mut h = connecting(0);
+    let mut sent = Vec::new();
+    while let Some(t) = h.s.next_timeout() {
+        h.s.on_timeout(t);
+        if let Some(syn) = h.s.poll_syn(t) {
+            sent.push(syn / SEC);
+        }
+    }
+    assert_eq!(sent, vec![0, 1, 3, 7, 15, 31, 63]);
+    assert!(h.s.is_connecting() && h.s.poll_transmit(200 * SEC).is_none());
+}
+
+#[test]
+fn stopping_while_connecting_cancels_the_handshake() {
+    let mut h = connecting(0);
+    h.s.poll_syn(0);
+    h.s.stop();
+    assert_eq!(h.s.next_timeout(), None);
+    h.s.on_syn_ack(30 * MS, 0);
+    assert!(h.s.poll_transmit(30 * MS).is_none(), "a stopped flow does not start on a late SYN-ACK");
 }
