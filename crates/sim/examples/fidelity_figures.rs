@@ -3,7 +3,8 @@
 //! `cargo run --release -p cclab-sim --example fidelity_figures -- SCENARIO[:SCHEME] SEEDS [key=value...]`.
 //! With `:SCHEME` every flow runs that scheme (a scheme test); without, the file's own mix.
 //! Prints per scheme: throughput (Mbit/s), p95 delay (ms; a mix: mean of the scheme's flows'
-//! p95s), share of bytes delivered, and the run's median Jain index.
+//! p95s), share of bytes delivered, the run's median Jain index, and the scheme's flows' drops
+//! at the bottleneck and congestion events (window cuts and RTOs), to see why a share moved.
 use std::collections::BTreeMap;
 
 fn main() {
@@ -48,7 +49,8 @@ fn main() {
         let out = cclab_sim::run(&s, &cclab_sim::RunOptions::default(), &mut |_| Ok(())).unwrap();
         let m = &out.metrics;
         let total_bytes: u64 = m.flows.iter().map(|f| f.bytes_delivered).sum();
-        let mut by: BTreeMap<&str, (u64, f64, usize)> = BTreeMap::new();
+        // Per scheme: bytes, sum of p95s, flows, drops, congestion events (cuts and RTOs).
+        let mut by: BTreeMap<&str, (u64, f64, usize, u64, u64)> = BTreeMap::new();
         // Flows are numbered entry by entry, `count` each.
         let schemes = s.flows.iter().flat_map(|e| std::iter::repeat_n(e.scheme.as_str(), e.count as usize));
         for (f, scheme) in m.flows.iter().zip(schemes) {
@@ -56,13 +58,15 @@ fn main() {
             e.0 += f.bytes_delivered;
             e.1 += f.delay_p95_ms;
             e.2 += 1;
+            e.3 += f.packets_dropped;
+            e.4 += f.congestion_events.unwrap_or(0);
         }
         let single = by.len() == 1;
-        for (name, (bytes, p95_sum, n)) in by {
+        for (name, (bytes, p95_sum, n, drops, events)) in by {
             let share = bytes as f64 / total_bytes as f64;
             let p95 = if single { m.total.delay_p95_ms } else { p95_sum / n as f64 };
             println!(
-                "{} {name} seed {seed}: tput {:.2} p95 {:.1} share {:.3} jain {:.3}",
+                "{} {name} seed {seed}: tput {:.2} p95 {:.1} share {:.3} jain {:.3} drops {drops} events {events}",
                 path.file_stem().unwrap().to_string_lossy(),
                 m.total.throughput_mbps * share,
                 p95,
