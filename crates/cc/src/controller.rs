@@ -80,6 +80,14 @@ pub trait CongestionControl: Send {
         false
     }
 
+    /// For a controller that models a Linux TCP congestion module: the fewest segments of one
+    /// TSO/GSO burst (Linux's `ca_ops->min_tso_segs`, else `sysctl_tcp_min_tso_segs`, 2). The
+    /// transport then sends a paced flow in Linux's bursts (`[transport] tso`). None, the
+    /// default, for schemes whose implementations are not kernel TCP: one packet per pacing slot.
+    fn min_tso_segs(&self) -> Option<u64> {
+        None
+    }
+
     fn snapshot(&self) -> CcSnapshot {
         CcSnapshot { mode: "", vars: vec![("cwnd", self.cwnd() as f64)] }
     }

@@ -518,6 +518,10 @@ impl CongestionControl for Cubic {
         self.in_ss()
     }
 
+    fn min_tso_segs(&self) -> Option<u64> {
+        Some(crate::linux::MIN_TSO_SEGS)
+    }
+
     /// `cwnd`, `ssthresh` in bytes (ssthresh ∞ until set); `cwnd_pkts`, `w_max`, `origin`,
     /// `tcp_cwnd` (W_est) in packets; `k`, `epoch_start`, `delay_min` in seconds (`epoch_start`
     /// NaN when no epoch runs); `cnt` in acked packets per packet of growth.

@@ -333,7 +333,10 @@ pub fn send(
                 stats.local_drops += 1;
             }
         }
-        while let Some(d) = tx.poll_transmit(clock.now()) {
+        // One instant for what this wake-up sends, as the simulator's engine polls: a TSO
+        // burst (`[transport] tso`) is the packets the sender releases at the same instant.
+        let now = clock.now();
+        while let Some(d) = tx.poll_transmit(now) {
             let len = encode_data(&d, &mut out);
             stats.packets += 1;
             if socket::send(fd, &out[..len], MsgFlags::empty()).is_err() {

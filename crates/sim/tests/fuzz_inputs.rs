@@ -99,6 +99,7 @@ const KEYS: &[&str] = &[
     "rto_max",
     "undo",
     "handshake",
+    "tso",
     "jitter",
 ];
 

@@ -15,6 +15,11 @@ const TIME_THRESHOLD_NUM: u64 = 9;
 const TIME_THRESHOLD_DEN: u64 = 8;
 /// Dupthresh: a packet is lost once three later packets are acked.
 const PACKET_THRESHOLD: u64 = 3;
+/// Linux's sk_pacing_shift (10), tcp_tso_rtt_log sysctl (9) and gso_max_size: 64 KiB
+/// (GSO_LEGACY_MAX_SIZE, what the emulator's TUN and most NICs' drivers set).
+const PACING_SHIFT: u32 = 10;
+const TSO_RTT_LOG: u32 = 9;
+const GSO_MAX_SIZE: u64 = 65_536;
 
 #[derive(Clone, Copy, Debug)]
 pub struct SenderConfig {
@@ -33,6 +38,9 @@ pub struct SenderConfig {
     pub rto_max: Time,
     /// Detect spurious timeouts and undo their reduction (`[transport] undo`, Linux's F-RTO).
     pub undo: bool,
+    /// Send a paced flow in Linux's TSO/GSO bursts when its controller models a Linux module
+    /// (`[transport] tso`; [`Sender::tso_segs`]).
+    pub tso: bool,
 }
 
 impl Default for SenderConfig {
@@ -46,6 +54,7 @@ impl Default for SenderConfig {
             rto: RtoModel::Linux,
             rto_max: 120 * SEC,
             undo: true,
+            tso: true,
         }
     }
 }
@@ -63,6 +72,7 @@ impl SenderConfig {
             rto: transport.rto,
             rto_max: transport.rto_max.ns(),
             undo: transport.undo,
+            tso: transport.tso,
         }
     }
 }
@@ -164,6 +174,9 @@ pub struct Sender {
     cwnd_blocked_prev: bool,
     // Pacing: earliest departure time of the next packet.
     next_send_time: Time,
+    // The TSO burst under way: packets it may still send, all at `burst_at`.
+    burst_left: u64,
+    burst_at: Time,
     last_send_time: Time,
     // Scratch buffers reused across ACKs.
     acked_buf: Vec<AckedPacket>,
@@ -210,6 +223,8 @@ impl Sender {
             cwnd_blocked_round: false,
             cwnd_blocked_prev: false,
             next_send_time: 0,
+            burst_left: 0,
+            burst_at: 0,
             last_send_time: 0,
             acked_buf: Vec::new(),
             lost_buf: Vec::new(),
@@ -351,7 +366,8 @@ impl Sender {
             return None;
         }
         let pacing = self.pacing_rate();
-        if pacing.is_some() && now < self.next_send_time {
+        let in_burst = self.burst_left > 0 && now == self.burst_at;
+        if pacing.is_some() && now < self.next_send_time && !in_burst {
             return None;
         }
         let (offset, len, retransmission) = match self.retransmit.pop_front() {
@@ -413,6 +429,14 @@ impl Sender {
             lost: self.lost_total,
         });
         if let Some(rate) = pacing {
+            if !in_burst {
+                // A pacing release: one skb of this many segments leaves back to back, and the
+                // next waits for all of them at the rate (tcp_update_skb_after_send). A window
+                // that closes mid-burst ends it, as Linux sizes the skb to the cwnd quota.
+                self.burst_left = self.tso_segs(rate);
+                self.burst_at = now;
+            }
+            self.burst_left -= 1;
             let gap = (len as f64 / rate * 1e9) as Time;
             self.next_send_time = self.next_send_time.max(now) + gap;
         }
@@ -424,6 +448,25 @@ impl Sender {
         self.stats.retransmissions += u64::from(retransmission);
         self.mark_app_limited();
         Some(DataPacket { id, offset, len, sent: now, retransmission })
+    }
+
+    /// Segments per pacing release. With `[transport] tso` and a controller that models a Linux
+    /// module, Linux's tcp_tso_autosize (net/ipv4/tcp_output.c, 6.0 and later): the pacing rate
+    /// >> sk_pacing_shift (10: about 1 ms of data), plus gso_max_size >> (min_rtt in µs >>
+    /// tcp_tso_rtt_log 9) for close peers ("smaller min_rtt resulting in bigger TSO bursts"), at
+    /// most gso_max_size, in MSS segments, at least the module's min_tso_segs. Otherwise one.
+    pub fn tso_segs(&self, rate: f64) -> u64 {
+        let Some(min_segs) = self.cc.min_tso_segs().filter(|_| self.cfg.tso) else {
+            return 1;
+        };
+        let mut bytes = rate as u64 >> PACING_SHIFT;
+        if self.rtt.stats.has_sample {
+            let r = (self.rtt.stats.min / 1_000) >> TSO_RTT_LOG;
+            if r < u32::BITS as u64 {
+                bytes += GSO_MAX_SIZE >> r;
+            }
+        }
+        (bytes.min(GSO_MAX_SIZE) / self.cfg.mss).max(min_segs)
     }
 
     /// Reference §0.4: a sender with nothing left to send and room in the window is

@@ -464,6 +464,10 @@ impl CongestionControl for Bbr {
         (self.pacing_rate > 0.0).then_some(self.pacing_rate)
     }
 
+    fn min_tso_segs(&self) -> Option<u64> {
+        Some(self.bbr_min_tso_segs())
+    }
+
     fn ssthresh(&self) -> Option<u64> {
         self.ssthresh.map(|s| s * self.mss)
     }

@@ -37,6 +37,8 @@ struct Shared {
     cwnd: u64,
     pacing: Option<f64>,
     slow_start: bool,
+    /// What `min_tso_segs` answers: Some for a controller that models a Linux module.
+    min_tso_segs: Option<u64>,
     heard: Vec<Heard>,
     /// When `on_init` ran and the RTT state it was given.
     init: Option<(Time, RttStats)>,
@@ -90,6 +92,9 @@ impl CongestionControl for Recorder {
     fn in_slow_start(&self) -> bool {
         self.0.lock().unwrap().slow_start
     }
+    fn min_tso_segs(&self) -> Option<u64> {
+        self.0.lock().unwrap().min_tso_segs
+    }
     fn snapshot(&self) -> CcSnapshot {
         CcSnapshot::default()
     }
@@ -111,6 +116,7 @@ impl Harness {
             cwnd: cwnd_pkts.saturating_mul(MSS),
             pacing: None,
             slow_start: false,
+            min_tso_segs: None,
             heard: Vec::new(),
             init: None,
         }));
@@ -510,6 +516,44 @@ fn windowed_controllers_are_paced_at_linux_ratios_when_asked() {
     h.cc.lock().unwrap().slow_start = false;
     h.send(100 * MS + ss_gap, 1);
     assert_eq!(h.s.next_timeout(), Some(100 * MS + ss_gap + gap(&h, 1.2)));
+}
+
+#[test]
+fn a_paced_linux_module_sends_tcp_tso_autosize_bursts() {
+    // tcp_tso_autosize (net/ipv4/tcp_output.c): "bytes = sk->sk_pacing_rate >>
+    // sk->sk_pacing_shift" (10: ~1 ms), "r = tcp_min_rtt(tcp_sk(sk)) >> tcp_tso_rtt_log" (9),
+    // "if (r < BITS_PER_TYPE(sk->sk_gso_max_size)) bytes += sk->sk_gso_max_size >> r", "bytes =
+    // min(bytes, sk->sk_gso_max_size)", "return max(bytes / mss_now, min_tso_segs)"; the skb
+    // leaves whole at its EDT and the next waits its length at the rate
+    // (tcp_update_skb_after_send).
+    let rate = (10 * MSS * 1024) as f64; // 10 segments a pacing shift
+    let burst = |cfg: SenderConfig, min_tso_segs: Option<u64>| {
+        let mut h = Harness::with(1000, cfg);
+        (h.cc.lock().unwrap().pacing, h.cc.lock().unwrap().min_tso_segs) = (Some(rate), min_tso_segs);
+        let n = std::iter::from_fn(|| h.s.poll_transmit(0)).count() as u64;
+        (n, h.s.next_timeout())
+    };
+    let gap = |n: u64| (n * MSS) as f64 / rate * 1e9;
+    let (n, next) = burst(SenderConfig::default(), Some(2));
+    assert_eq!(n, 10, "one skb of ~1 ms at the pacing rate");
+    assert!(next.unwrap().abs_diff(gap(10) as Time) <= 10, "then the burst's time at the rate");
+    assert_eq!(burst(SenderConfig { tso: false, ..Default::default() }, Some(2)).0, 1, "tso = false");
+    assert_eq!(burst(SenderConfig::default(), None).0, 1, "a scheme that is not kernel TCP");
+    let mut h = Harness::new(1000);
+    h.cc.lock().unwrap().min_tso_segs = Some(2);
+    assert_eq!(h.s.tso_segs(1000.0), 2, "at least min_tso_segs");
+    assert_eq!(h.s.tso_segs(1e12), 65_536 / MSS, "at most gso_max_size (64 KiB)");
+    // Close peers get bigger bursts: min_rtt 1.5 ms is 1500 >> 9 = 2, so 64 KiB >> 2 more.
+    h.send(0, 1);
+    h.ack(3 * MS / 2, &[(0, 1)]);
+    assert_eq!(h.s.rtt().min, 3 * MS / 2);
+    assert_eq!(h.s.tso_segs(rate), (10 * MSS + 16_384) / MSS);
+    // From min_rtt ≥ 17 × 512 µs the allowance is 0 (a 20 ms path: tso_segs from the rate alone).
+    let mut far = Harness::new(1000);
+    far.cc.lock().unwrap().min_tso_segs = Some(2);
+    far.send(0, 1);
+    far.ack(20 * MS, &[(0, 1)]);
+    assert_eq!(far.s.tso_segs(rate), 10);
 }
 
 #[test]
