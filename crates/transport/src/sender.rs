@@ -451,10 +451,11 @@ impl Sender {
     }
 
     /// Segments per pacing release. With `[transport] tso` and a controller that models a Linux
-    /// module, Linux's tcp_tso_autosize (net/ipv4/tcp_output.c, 6.0 and later): the pacing rate
-    /// >> sk_pacing_shift (10: about 1 ms of data), plus gso_max_size >> (min_rtt in µs >>
-    /// tcp_tso_rtt_log 9) for close peers ("smaller min_rtt resulting in bigger TSO bursts"), at
-    /// most gso_max_size, in MSS segments, at least the module's min_tso_segs. Otherwise one.
+    /// module, Linux's tcp_tso_autosize (net/ipv4/tcp_output.c, 6.0 and later): the pacing
+    /// rate shifted right by sk_pacing_shift (10: about 1 ms of data), plus gso_max_size shifted
+    /// right by min_rtt in µs / 2^tcp_tso_rtt_log (9) for close peers ("smaller min_rtt
+    /// resulting in bigger TSO bursts"), at most gso_max_size, in MSS segments, at least the
+    /// module's min_tso_segs. Otherwise one.
     pub fn tso_segs(&self, rate: f64) -> u64 {
         let Some(min_segs) = self.cc.min_tso_segs().filter(|_| self.cfg.tso) else {
             return 1;
