@@ -10,8 +10,11 @@ pub trait CongestionControl: Send {
     /// The scheme name, as `cclab schemes` lists it.
     fn name(&self) -> &'static str;
 
-    /// Called once before the first packet is sent.
-    fn on_init(&mut self, _now: Time, _ctx: &mut CcContext) {}
+    /// Called once before the first packet is sent. `rtt` is the transport's RTT state then:
+    /// the handshake's sample when the connection opened with one (`[transport] handshake`), as
+    /// Linux's tcp_init_congestion_control runs after the SYN-ACK set srtt and min-RTT;
+    /// `has_sample` false otherwise.
+    fn on_init(&mut self, _now: Time, _rtt: &RttStats, _ctx: &mut CcContext) {}
 
     /// Called for every transmission; the returned tag comes back with the packet's ack or loss.
     fn on_packet_sent(&mut self, _pkt: &SentPacket, _ctx: &mut CcContext) -> CcTag {
@@ -75,6 +78,14 @@ pub trait CongestionControl: Send {
     }
     fn in_slow_start(&self) -> bool {
         false
+    }
+
+    /// For a controller that models a Linux TCP congestion module: the fewest segments of one
+    /// TSO/GSO burst (Linux's `ca_ops->min_tso_segs`, else `sysctl_tcp_min_tso_segs`, 2). The
+    /// transport then sends a paced flow in Linux's bursts (`[transport] tso`). None, the
+    /// default, for schemes whose implementations are not kernel TCP: one packet per pacing slot.
+    fn min_tso_segs(&self) -> Option<u64> {
+        None
     }
 
     fn snapshot(&self) -> CcSnapshot {

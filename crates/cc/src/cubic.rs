@@ -401,7 +401,7 @@ impl CongestionControl for Cubic {
         "cubic"
     }
 
-    fn on_init(&mut self, now: Time, _ctx: &mut CcContext) {
+    fn on_init(&mut self, now: Time, _rtt: &RttStats, _ctx: &mut CcContext) {
         self.hystart_reset(now);
     }
 
@@ -516,6 +516,10 @@ impl CongestionControl for Cubic {
 
     fn in_slow_start(&self) -> bool {
         self.in_ss()
+    }
+
+    fn min_tso_segs(&self) -> Option<u64> {
+        Some(crate::linux::MIN_TSO_SEGS)
     }
 
     /// `cwnd`, `ssthresh` in bytes (ssthresh ∞ until set); `cwnd_pkts`, `w_max`, `origin`,

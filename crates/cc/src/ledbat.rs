@@ -317,7 +317,7 @@ impl CongestionControl for Ledbat {
         "ledbat"
     }
 
-    fn on_init(&mut self, now: Time, _ctx: &mut CcContext) {
+    fn on_init(&mut self, now: Time, _rtt: &RttStats, _ctx: &mut CcContext) {
         self.utp = UtpDelays::new(now);
         self.last_maxed_out = now;
     }

@@ -212,6 +212,10 @@ impl CongestionControl for NewReno {
         self.cwnd < self.ssthresh
     }
 
+    fn min_tso_segs(&self) -> Option<u64> {
+        Some(crate::linux::MIN_TSO_SEGS)
+    }
+
     fn snapshot(&self) -> CcSnapshot {
         let mode = if self.in_recovery {
             "recovery"

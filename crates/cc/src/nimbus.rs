@@ -192,7 +192,7 @@ impl CongestionControl for Nimbus {
         "nimbus"
     }
 
-    fn on_init(&mut self, now: Time, _ctx: &mut CcContext) {
+    fn on_init(&mut self, now: Time, _rtt: &RttStats, _ctx: &mut CcContext) {
         self.start = Some(now);
         self.next_tick = now + TICK;
     }

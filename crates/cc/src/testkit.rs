@@ -102,7 +102,7 @@ impl<C: CongestionControl> Driver<C> {
             app_limited: false,
         };
         let mut ctx = CcContext { mss, rng: &mut d.rng };
-        d.cc.on_init(0, &mut ctx);
+        d.cc.on_init(0, &RttStats::default(), &mut ctx);
         d.send();
         d
     }

@@ -320,6 +320,10 @@ impl CongestionControl for Vegas {
         Vegas::in_slow_start(self)
     }
 
+    fn min_tso_segs(&self) -> Option<u64> {
+        Some(crate::linux::MIN_TSO_SEGS)
+    }
+
     fn snapshot(&self) -> CcSnapshot {
         let mode = if self.in_recovery {
             "recovery"

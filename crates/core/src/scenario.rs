@@ -277,8 +277,11 @@ pub struct FlowSpec {
     pub requests: Option<Requests>,
     #[serde(default)]
     pub pacing: Pacing,
-    /// ACK every second full-sized segment, or after 40 ms (Linux's minimum delayed-ACK timer).
-    #[serde(default)]
+    /// The receiver delays ACKs as Linux does (crates/transport's receiver): quick ACKs for the
+    /// first 16 packets and after a long silence, then an ACK per two full-sized segments or
+    /// when the delayed-ACK timer (ATO, 40 ms and adapting) fires; out-of-order data, hole fills
+    /// and duplicates at once. Default true; false acknowledges every packet at once.
+    #[serde(default = "yes")]
     pub delayed_ack: bool,
     #[serde(default = "default_min_rto")]
     pub min_rto: Dur,

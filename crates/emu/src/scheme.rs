@@ -45,8 +45,8 @@ fn wrapper_path(path: &str, base_dir: &Path) -> PathBuf {
 
 /// Keys of a flow entry that only the UDP transport can honour, with their defaults: a kernel or
 /// external scheme with anything else set would silently not do what the file says.
-/// (`delayed_ack = true` describes what a Linux receiver does anyway.)
-fn transport_only_keys(spec: &FlowSpec, kernel: bool) -> Vec<&'static str> {
+/// (`delayed_ack = true`, the default, describes what a Linux receiver does anyway.)
+fn transport_only_keys(spec: &FlowSpec) -> Vec<&'static str> {
     let mut keys = Vec::new();
     // Linux has no exact equivalent of a fixed receive window: TCP_WINDOW_CLAMP and a fixed
     // SO_RCVBUF were measured to leave 1.3-2.6x the asked window in flight.
@@ -57,8 +57,9 @@ fn transport_only_keys(spec: &FlowSpec, kernel: bool) -> Vec<&'static str> {
         keys.push("pacing");
     }
     // Linux receivers always delay ACKs (with quick-ACK phases), which is what `delayed_ack`
-    // asks the simulator for; only the external programs' ACK policy is unknown.
-    if spec.delayed_ack && !kernel {
+    // (default true) asks the simulator for; neither a kernel receiver nor an external program
+    // can be told to acknowledge every packet.
+    if !spec.delayed_ack {
         keys.push("delayed_ack");
     }
     if spec.min_rto != Dur::from_millis(200) {
@@ -126,7 +127,7 @@ pub fn resolve(scenario: &Scenario, src: &Source, base_dir: &Path) -> Result<Vec
                     format!("`{}` takes no scheme options (`{k}` is an option of cclab's own schemes)", f.scheme),
                 ));
             }
-            for k in transport_only_keys(f, matches!(scheme, EmuScheme::Kernel(_))) {
+            for k in transport_only_keys(f) {
                 errs.push(src.error(
                     &at(k),
                     format!("`{k}` applies to cclab's own transport only; `{}` uses its own TCP stack", f.scheme),

@@ -9,6 +9,10 @@
 //! - ACK: `'A'`, range count, flags (bit 0: receiver feedback follows), 5 bytes padding,
 //!   in-order stream bytes u64, largest id u64, one-way delay u64, then three (start, end) id
 //!   ranges as u64 pairs; with feedback, its six bytes follow.
+//! - SYN (`[transport] handshake`): `'S'`, 7 bytes padding, send time u64, 16 bytes padding;
+//!   SYN-ACK: `'Y'`, 7 bytes padding, the SYN's send time echoed u64, 16 bytes padding. 32
+//!   bytes after the UDP header, so each is 60 bytes on the wire, as a Linux SYN with its options
+//!   (the transport's `SYN_BYTES`).
 //!
 //! Both ends read the same monotonic clock, so the receiver's one-way-delay echo is exact.
 
@@ -20,6 +24,7 @@ use cclab_core::scenario::{FlowSpec, Transport, MSS};
 use cclab_engine::{trace_sender, CcTrace, Sampler, SenderView};
 use cclab_transport::{
     AckFrame, DataPacket, FeedbackSlot, Receiver, ReceiverConfig, Sender, SenderConfig, ACK_RANGES, DATA_HEADER,
+    SYN_BYTES,
 };
 use nix::sys::socket::{self, setsockopt, sockopt, MsgFlags};
 use std::io;
@@ -28,6 +33,8 @@ use std::os::fd::AsRawFd;
 
 const TAG_DATA: u8 = b'D';
 const TAG_ACK: u8 = b'A';
+const TAG_SYN: u8 = b'S';
+const TAG_SYN_ACK: u8 = b'Y';
 const UDP_HEADER: usize = 8;
 const IP_UDP: usize = 20 + UDP_HEADER;
 pub const DATA_HDR: usize = DATA_HEADER as usize - IP_UDP;
@@ -40,6 +47,9 @@ const POLL_NS: u64 = 20_000_000;
 const SOCKET_BUFFER: usize = 8 << 20;
 
 const _: () = assert!(DATA_HDR == 24, "the data header must fill the transport's 52 header bytes");
+/// A SYN or SYN-ACK datagram's length after the UDP header.
+const SYN_LEN: usize = SYN_BYTES as usize - IP_UDP;
+const _: () = assert!(SYN_LEN == 32);
 
 /// Whether a UDP datagram (from its UDP header on) is a cclab retransmission.
 pub fn is_retransmission(udp: &[u8]) -> bool {
@@ -138,6 +148,18 @@ pub fn decode_ack(b: &[u8]) -> Option<AckFrame> {
     Some(a)
 }
 
+/// Writes a SYN (`tag` TAG_SYN, `time` its send time) or SYN-ACK (TAG_SYN_ACK, `time` the echo).
+fn encode_syn(tag: u8, time: u64, buf: &mut [u8]) -> usize {
+    buf[..SYN_LEN].fill(0);
+    buf[0] = tag;
+    buf[8..16].copy_from_slice(&time.to_be_bytes());
+    SYN_LEN
+}
+
+fn decode_syn(tag: u8, b: &[u8]) -> Option<u64> {
+    (b.len() >= SYN_LEN && b[0] == tag).then(|| get64(&b[8..16]))
+}
+
 fn big_buffers(sock: &UdpSocket) -> io::Result<()> {
     setsockopt(sock, sockopt::SndBufForce, &SOCKET_BUFFER)?;
     setsockopt(sock, sockopt::RcvBufForce, &SOCKET_BUFFER)?;
@@ -172,6 +194,13 @@ pub fn receive(sock: UdpSocket, spec: &FlowSpec, clock: Clock, rt: Option<i32>, 
                 Ok((n, from)) => {
                     progressed = true;
                     let now = clock.now();
+                    if let Some(ts) = decode_syn(TAG_SYN, &buf[..n]) {
+                        // The listener answers every SYN at once, echoing its timestamp.
+                        let mut syn_ack = [0u8; SYN_LEN];
+                        let len = encode_syn(TAG_SYN_ACK, ts, &mut syn_ack);
+                        let _ = sock.send_to(&syn_ack[..len], from);
+                        continue;
+                    }
                     let Some(d) = decode_data(&buf[..n]) else { continue };
                     peer = Some(from);
                     let before = rx.stream_cum();
@@ -264,7 +293,11 @@ pub fn send(
         return Ok(stats);
     }
     let mut duty = RtDuty::start(rt, &clock);
-    tx.start(clock.now());
+    if transport.handshake {
+        tx.connect(clock.now());
+    } else {
+        tx.start(clock.now());
+    }
     while !stop.now() {
         let now = clock.now();
         if now >= stop_at {
@@ -273,7 +306,9 @@ pub fn send(
         loop {
             match sock.recv(&mut buf) {
                 Ok(n) => {
-                    if let Some(ack) = decode_ack(&buf[..n]) {
+                    if let Some(echo) = decode_syn(TAG_SYN_ACK, &buf[..n]) {
+                        tx.on_syn_ack(clock.now(), echo);
+                    } else if let Some(ack) = decode_ack(&buf[..n]) {
                         let now = clock.now();
                         tx.on_ack(now, &ack);
                         if stats.trace.is_some() && sampler.due(flow, now) {
@@ -292,7 +327,16 @@ pub fn send(
         if tx.next_timeout().is_some_and(|t| t <= now) {
             tx.on_timeout(now);
         }
-        while let Some(d) = tx.poll_transmit(clock.now()) {
+        while let Some(syn) = tx.poll_syn(clock.now()) {
+            let len = encode_syn(TAG_SYN, syn, &mut out);
+            if socket::send(fd, &out[..len], MsgFlags::empty()).is_err() {
+                stats.local_drops += 1;
+            }
+        }
+        // One instant for what this wake-up sends, as the simulator's engine polls: a TSO
+        // burst (`[transport] tso`) is the packets the sender releases at the same instant.
+        let now = clock.now();
+        while let Some(d) = tx.poll_transmit(now) {
             let len = encode_data(&d, &mut out);
             stats.packets += 1;
             if socket::send(fd, &out[..len], MsgFlags::empty()).is_err() {
@@ -325,6 +369,21 @@ pub fn send(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The handshake's datagrams are 60 bytes on the wire, as the simulator's SYN and a Linux SYN
+    /// with options; neither reads as data or an ACK, nor as the other.
+    #[test]
+    fn syn_and_syn_ack_round_trip() {
+        let mut b = [0u8; 64];
+        let n = encode_syn(TAG_SYN, 987_654_321, &mut b);
+        assert_eq!(n + IP_UDP, 60);
+        assert_eq!(decode_syn(TAG_SYN, &b[..n]), Some(987_654_321));
+        assert_eq!(decode_syn(TAG_SYN_ACK, &b[..n]), None);
+        assert!(decode_data(&b[..n]).is_none() && decode_ack(&b[..n]).is_none());
+        let n = encode_syn(TAG_SYN_ACK, 5, &mut b);
+        assert_eq!(decode_syn(TAG_SYN_ACK, &b[..n]), Some(5));
+        assert_eq!(decode_syn(TAG_SYN_ACK, &b[..n - 1]), None, "a truncated SYN-ACK is not one");
+    }
 
     #[test]
     fn headers_round_trip() {

@@ -301,7 +301,7 @@ impl CongestionControl for PyController {
         self.name
     }
 
-    fn on_init(&mut self, now: Time, _ctx: &mut CcContext) {
+    fn on_init(&mut self, now: Time, _rtt: &RttStats, _ctx: &mut CcContext) {
         if self.hooks.init {
             Python::attach(|py| self.call(py, intern!(py, "on_init"), (now,)));
         }

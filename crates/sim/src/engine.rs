@@ -20,12 +20,16 @@ use cclab_engine::sinks::Sinks;
 use cclab_engine::stage::{DelayLine, Loss, WirePacket};
 use cclab_engine::workload::RequestSource;
 use cclab_engine::{trace_sender, CcTrace, RunOptions, RunOutput, Sampler, SenderView};
-use cclab_transport::{AckFrame, DataPacket, Receiver, ReceiverConfig, Sender, SenderConfig};
+use cclab_transport::{AckFrame, DataPacket, Receiver, ReceiverConfig, Sender, SenderConfig, SYN_BYTES};
 
 #[derive(Clone, Copy, Debug)]
 enum Body {
     Data(DataPacket),
     Ack(AckFrame),
+    /// The connection's SYN (`[transport] handshake`), sent at the given time.
+    Syn,
+    /// The SYN-ACK, echoing the send time of the SYN it answers (TCP's timestamp echo).
+    SynAck(Time),
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -51,13 +55,16 @@ impl WirePacket for Packet {
 }
 
 impl Packet {
-    fn record(&self, arrived: Time, fate: Fate) -> PacketRecord {
+    /// The packet's row in the packet table; None for the handshake's packets, which carry no
+    /// stream data and so are not in the table (nor in its metrics).
+    fn record(&self, arrived: Time, fate: Fate) -> Option<PacketRecord> {
         // TCP's sequence numbers are the stream offsets mod 2^32 (RFC 9293 §3.4).
         let (kind, retransmission, seq) = match self.body {
             Body::Data(d) => (PacketKind::Data, d.retransmission, d.offset as u32),
             Body::Ack(a) => (PacketKind::Ack, false, a.stream_cum as u32),
+            Body::Syn | Body::SynAck(_) => return None,
         };
-        PacketRecord {
+        Some(PacketRecord {
             uid: self.uid,
             flow: self.flow,
             kind,
@@ -69,6 +76,14 @@ impl Packet {
             dequeued: self.dequeued,
             retransmission,
             seq,
+        })
+    }
+
+    /// Writes the packet's row, if it has one.
+    #[inline]
+    fn emit(&self, sinks: &mut Sinks, arrived: Time, fate: Fate) {
+        if let Some(r) = self.record(arrived, fate) {
+            sinks.emit(&r);
         }
     }
 }
@@ -275,7 +290,7 @@ impl Sim {
             return self.arrive_bottleneck(p);
         };
         let sinks = &mut self.sinks;
-        b.inbox.enqueue(self.now, p, &mut |victim: Packet| sinks.emit(&victim.record(NEVER, Fate::DropQueue)));
+        b.inbox.enqueue(self.now, p, &mut |victim: Packet| victim.emit(sinks, NEVER, Fate::DropQueue));
         self.on_inbox();
     }
 
@@ -286,7 +301,7 @@ impl Sim {
         let b = self.middlebox.as_mut().expect("only with a middlebox");
         let sinks = &mut self.sinks;
         b.inbox.poll(now, &packet_hash, &mut |p| out.push(p), &mut |victim: Packet| {
-            sinks.emit(&victim.record(NEVER, Fate::DropQueue))
+            victim.emit(sinks, NEVER, Fate::DropQueue)
         });
         let n = out.len() as u64;
         for p in out.drain(..) {
@@ -306,12 +321,12 @@ impl Sim {
 
     fn arrive_bottleneck(&mut self, mut p: Packet) {
         if self.loss.drops() {
-            self.sinks.emit(&p.record(NEVER, Fate::DropLoss));
+            p.emit(&mut self.sinks, NEVER, Fate::DropLoss);
             return;
         }
         p.enqueued = self.now;
         let sinks = &mut self.sinks;
-        self.link.enqueue(self.now, p, &mut |victim: Packet| sinks.emit(&victim.record(NEVER, Fate::DropQueue)));
+        self.link.enqueue(self.now, p, &mut |victim: Packet| victim.emit(sinks, NEVER, Fate::DropQueue));
         self.schedule_link();
     }
 
@@ -334,7 +349,7 @@ impl Sim {
                 p.dequeued = now;
                 out.push(p);
             },
-            &mut |victim: Packet| sinks.emit(&victim.record(NEVER, Fate::DropQueue)),
+            &mut |victim: Packet| victim.emit(sinks, NEVER, Fate::DropQueue),
         );
         let n = out.len() as u64;
         for p in out.drain(..) {
@@ -351,7 +366,7 @@ impl Sim {
         p.enqueued = self.now;
         let rlink = self.rlink.as_mut().expect("only built with a reverse link");
         let sinks = &mut self.sinks;
-        rlink.enqueue(self.now, p, &mut |victim: Packet| sinks.emit(&victim.record(NEVER, Fate::DropQueue)));
+        rlink.enqueue(self.now, p, &mut |victim: Packet| victim.emit(sinks, NEVER, Fate::DropQueue));
         self.schedule_reverse_link();
     }
 
@@ -388,9 +403,10 @@ impl Sim {
     }
 
     fn arrive_receiver(&mut self, p: Packet) {
-        let Body::Data(d) = p.body else { unreachable!("only data crosses the bottleneck") };
         let now = self.now;
-        self.sinks.emit(&p.record(now, Fate::Delivered));
+        p.emit(&mut self.sinks, now, Fate::Delivered);
+        // Bundler's outbox sees every packet of a bundled flow that crossed the bottleneck,
+        // SYNs too, as the inbox did on the way in.
         if let Some(b) = self.middlebox.as_mut().filter(|b| b.bundled[p.flow as usize]) {
             let epoch = b.inbox.epoch();
             if let Some(fb) = b.outbox.on_packet(now, packet_hash(&p), p.size as u64, epoch) {
@@ -399,6 +415,11 @@ impl Sim {
                 self.schedule(due, Ev::Feedback);
             }
         }
+        let d = match p.body {
+            Body::Data(d) => d,
+            Body::Syn => return self.answer_syn(p),
+            Body::Ack(_) | Body::SynAck(_) => unreachable!("only data and SYNs cross the bottleneck"),
+        };
         let f = p.flow;
         if let Some(ack) = self.flows[f as usize].receiver.on_data(now, &d) {
             self.send_ack(f, ack);
@@ -406,25 +427,34 @@ impl Sim {
         self.rearm(f);
     }
 
+    /// The listener answers a SYN at once with a SYN-ACK (tcp_v4_conn_request →
+    /// tcp_v4_send_synack), echoing the SYN's timestamp; every SYN gets one, retransmitted or
+    /// not. It goes back as ACKs do: the receiver's host, the reverse delay and reverse link.
+    #[cold]
+    #[inline(never)]
+    fn answer_syn(&mut self, syn: Packet) {
+        self.send_reverse(syn.flow, Body::SynAck(syn.sent), SYN_BYTES);
+    }
+
     fn send_ack(&mut self, f: u32, ack: AckFrame) {
+        self.send_reverse(f, Body::Ack(ack), ACK_BYTES);
+    }
+
+    fn send_reverse(&mut self, f: u32, body: Body, size: u64) {
         let uid = self.next_uid;
         self.next_uid += 1;
-        let p = Packet {
-            uid,
-            flow: f,
-            size: ACK_BYTES as u32,
-            sent: self.now,
-            enqueued: NEVER,
-            dequeued: NEVER,
-            body: Body::Ack(ack),
-        };
+        let p = Packet { uid, flow: f, size: size as u32, sent: self.now, enqueued: NEVER, dequeued: NEVER, body };
         let reverse = self.flows[f as usize].reverse;
         self.push_pipe(reverse, p);
     }
 
     fn arrive_sender(&mut self, p: Packet) {
-        let Body::Ack(ack) = p.body else { unreachable!("only ACKs travel back") };
-        self.sinks.emit(&p.record(self.now, Fate::Delivered));
+        let ack = match p.body {
+            Body::Ack(ack) => ack,
+            Body::SynAck(echo) => return self.connected(p.flow, echo),
+            Body::Data(_) | Body::Syn => unreachable!("only ACKs and SYN-ACKs travel back"),
+        };
+        p.emit(&mut self.sinks, self.now, Fate::Delivered);
         let f = p.flow;
         let sender = &mut self.flows[f as usize].sender;
         sender.on_ack(self.now, &ack);
@@ -448,8 +478,56 @@ impl Sim {
         self.rearm(f);
     }
 
+    /// A SYN-ACK reaches the sender: the connection is open (if it was still opening) and data
+    /// may flow.
+    #[cold]
+    #[inline(never)]
+    fn connected(&mut self, f: u32, echo: Time) {
+        let flow = &mut self.flows[f as usize];
+        let opening = flow.sender.is_connecting();
+        flow.sender.on_syn_ack(self.now, echo);
+        if opening {
+            // The receiving host times its SYN-ACK by the handshake's final ACK
+            // (tcp_synack_rtt_meas): the same round trip, which bounds its delayed-ACK timer.
+            flow.receiver.set_handshake_rtt(flow.sender.rtt().smoothed);
+        }
+        self.transmit(f);
+        self.rearm(f);
+    }
+
+    /// Sends the SYN the opening connection has due, through the flow's access path as data go.
+    #[cold]
+    #[inline(never)]
+    fn send_syn(&mut self, f: u32) {
+        let now = self.now;
+        while self.flows[f as usize].sender.poll_syn(now).is_some() {
+            let uid = self.next_uid;
+            self.next_uid += 1;
+            let p = Packet {
+                uid,
+                flow: f,
+                size: SYN_BYTES as u32,
+                sent: now,
+                enqueued: NEVER,
+                dequeued: NEVER,
+                body: Body::Syn,
+            };
+            self.forward(f, p);
+        }
+    }
+
+    fn forward(&mut self, f: u32, p: Packet) {
+        match self.flows[f as usize].access {
+            Some(line) => self.push_pipe(line, p),
+            None => self.arrive_site(p),
+        }
+    }
+
     fn transmit(&mut self, f: u32) {
         let now = self.now;
+        if self.flows[f as usize].sender.is_connecting() {
+            return self.send_syn(f);
+        }
         while let Some(d) = self.flows[f as usize].sender.poll_transmit(now) {
             let uid = self.next_uid;
             self.next_uid += 1;
@@ -463,10 +541,7 @@ impl Sim {
                 dequeued: NEVER,
                 body: Body::Data(d),
             };
-            match self.flows[f as usize].access {
-                Some(line) => self.push_pipe(line, p),
-                None => self.arrive_site(p),
-            }
+            self.forward(f, p);
         }
     }
 
@@ -534,7 +609,7 @@ impl Sim {
         }
         left.sort_by_key(|p| p.uid);
         for p in left {
-            self.sinks.emit(&p.record(NEVER, Fate::InFlight));
+            p.emit(&mut self.sinks, NEVER, Fate::InFlight);
         }
     }
 }
@@ -645,7 +720,12 @@ pub fn simulate(
             Ev::Pipe(p) => sim.on_pipe(p),
             Ev::Timer(f) => u64::from(sim.on_timer(f, e.t)),
             Ev::Start(f) => {
-                sim.flows[f as usize].sender.start(e.t);
+                let sender = &mut sim.flows[f as usize].sender;
+                if scenario.transport.handshake {
+                    sender.connect(e.t);
+                } else {
+                    sender.start(e.t);
+                }
                 sim.transmit(f);
                 sim.rearm(f);
                 1

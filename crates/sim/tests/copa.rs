@@ -50,6 +50,7 @@ fn lone_copa(extra: &str) -> (cclab_sim::RunOutput, cclab_sim::CcTrace) {
         queue = "4bdp"
         [[flows]]
         scheme = "copa"
+        delayed_ack = false # the paper's figures come from genericCC's UDP receiver, one ACK a packet
         {extra}
         [hosts]
         jitter = "0"

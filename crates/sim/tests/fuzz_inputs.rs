@@ -98,6 +98,8 @@ const KEYS: &[&str] = &[
     "min_rto",
     "rto_max",
     "undo",
+    "handshake",
+    "tso",
     "jitter",
 ];
 

@@ -187,6 +187,7 @@ fn acks_queue_behind_the_reverse_trace() {
             [[flows]]
             scheme = "fixed"
             cwnd = 400
+            delayed_ack = false # the ACK-clock limit below assumes one ACK per data packet
             "#
         )
     };
@@ -248,6 +249,7 @@ fn delay_jitter_spreads_one_way_delay_without_reordering() {
             [[flows]]
             scheme = "fixed"
             cwnd = 1
+            delayed_ack = false # one packet per RTT: a delayed ACK would hold each for the ATO
             [hosts]
             jitter = "0" # only the link's jitter: a constant path has one delay
             "#

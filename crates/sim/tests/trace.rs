@@ -177,10 +177,12 @@ fn bbr_cycles_its_phases_and_its_min_rtt_is_the_base_rtt() {
     for g in [1.25, 0.75, 1.0] {
         assert!(in_probe_bw.iter().any(|&i| gain[i] == g), "pacing gain {g} never seen");
     }
-    // Its min RTT filter holds the base RTT plus at most one packet's transmission (0.24 ms).
+    // Its min RTT filter holds the base RTT plus at most two packets' transmission (0.48 ms):
+    // one for the packet itself and, with Linux's delayed ACKs (the default), one more while
+    // the receiver holds a lone packet's ACK for the next (measured 0.34 ms after PROBE_RTT).
     let min_rtt = col(&trace, "min_rtt");
     let last = min_rtt[trace.len() - 1];
-    assert!(last >= base_s && last <= base_s + 0.0003, "BBR min_rtt {last} s, base {base_s} s");
+    assert!(last >= base_s && last <= base_s + 0.0005, "BBR min_rtt {last} s, base {base_s} s");
     // Its bandwidth estimate is the link's rate (bytes/s of data; headers are on the link too).
     let bw = col(&trace, "bw");
     let late = bw[trace.len() - 1] * 8.0 / 1e6;

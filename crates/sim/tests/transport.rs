@@ -52,3 +52,96 @@ fn a_late_flow_in_a_deep_queue_does_not_collapse_in_spurious_timeouts() {
     assert!(undo_events > 0);
     assert!(undo_tput > 1.5 * rfc_tput, "{undo_tput} vs {rfc_tput} Mbit/s");
 }
+
+/// When each flow's first data packet left its sender, from the packet log.
+fn first_data_sent(out: &cclab_sim::RunOutput, flows: u32) -> Vec<u64> {
+    use cclab_core::record::PacketKind;
+    let log = out.packets.as_ref().expect("logged");
+    (0..flows)
+        .map(|f| {
+            (0..log.len())
+                .map(|i| log.get(i))
+                .filter(|p| p.flow == f && p.kind == PacketKind::Data)
+                .map(|p| p.sent)
+                .min()
+                .expect("the flow sent data")
+        })
+        .collect()
+}
+
+const ONE_FLOW: &str = r#"
+    duration = "2s"
+    [link]
+    rate = "12Mbps"
+    delay = "20ms"
+    queue = "1bdp"
+    [[flows]]
+    scheme = "cubic"
+    start = "500ms"
+    [hosts]
+    jitter = "0"
+"#;
+
+/// Linux's connect(): the SYN leaves at the flow's start, data once the SYN-ACK is back
+/// (tcp_rcv_synsent_state_process → tcp_finish_connect). On an idle path with no host jitter
+/// the handshake takes exactly the two propagation delays plus the SYN's 60 bytes at the
+/// bottleneck (ACK-sized packets are not serialised on the reverse path without a reverse
+/// trace), so the first data packet leaves at 500 ms + 2·20 ms + 40 µs, to the nanosecond.
+#[test]
+fn data_start_one_handshake_after_the_flows_start() {
+    use cclab_core::time::{MS, US};
+    let out = run(&scenario(ONE_FLOW), true);
+    assert_eq!(first_data_sent(&out, 1), vec![500 * MS + 40 * MS + 40 * US]);
+    // The handshake's packets are not in the packet table: it holds data and ACKs only, and
+    // every data packet sent is accounted for.
+    common::assert_conserved(&out);
+    let off = run(&scenario(&format!("{ONE_FLOW}[transport]\nhandshake = false\n")), true);
+    assert_eq!(first_data_sent(&off, 1), vec![500 * MS], "without a handshake data start at once");
+}
+
+/// The handshake's packets cross the same queue as data (they are real packets, not a formula):
+/// a flow that starts behind a full 100 ms drop-tail queue waits that queue out in its
+/// handshake, and its first RTT sample says so. The bound: 2·20 ms of propagation plus at
+/// least half the 100 ms buffer (a Cubic flow's sawtooth keeps the queue above half full).
+#[test]
+fn the_handshake_sample_includes_the_queue_the_flow_meets() {
+    use cclab_core::time::MS;
+    let text = r#"
+        duration = "6s"
+        [link]
+        rate = "12Mbps"
+        delay = "20ms"
+        queue = "100"
+        [[flows]]
+        scheme = "cubic"
+        [[flows]]
+        scheme = "cubic"
+        start = "5s"
+        [hosts]
+        jitter = "0"
+    "#;
+    let out = run(&scenario(text), true);
+    let handshake = first_data_sent(&out, 2)[1] - 5000 * MS;
+    assert!(handshake > 40 * MS + 50 * MS && handshake < 40 * MS + 110 * MS, "handshake took {handshake} ns");
+}
+
+/// BBR's min-RTT filter starts from the handshake (bbr_init: "bbr->min_rtt_us =
+/// tcp_min_rtt(tp)"), and the transport's min-RTT with it (tcp_update_rtt_min). The SYN is
+/// 60 bytes where a data packet is 1500, so on an idle path the handshake's 40.04 ms stays
+/// below every data sample (41 ms: 1 ms of serialisation at 12 Mbit/s) and BBR keeps it; with
+/// no handshake BBR's first min-RTT is a data packet's. Read at the first ACK, exact to the µs.
+#[test]
+fn bbr_starts_from_the_handshakes_min_rtt() {
+    let first_min_rtt = |extra: &str| {
+        let text = format!("{}\n{extra}", ONE_FLOW.replace("\"cubic\"", "\"bbr\""));
+        let opts = cclab_sim::RunOptions { trace: Some(0), ..Default::default() };
+        let out = cclab_sim::run(&scenario(&text), &opts, &mut |_| Ok(())).expect("runs");
+        let trace = out.trace.expect("traced");
+        let bbr = trace.var("min_rtt").expect("BBR reports its min_rtt")[0] * 1e3;
+        (bbr, trace.min_rtt_ms[0])
+    };
+    let (bbr, transport) = first_min_rtt("");
+    assert!((bbr - 40.04).abs() < 1e-3 && (transport - 40.04).abs() < 1e-3, "{bbr} / {transport} ms");
+    let (bbr, transport) = first_min_rtt("[transport]\nhandshake = false");
+    assert!((bbr - 41.0).abs() < 1e-3 && (transport - 41.0).abs() < 1e-3, "{bbr} / {transport} ms");
+}

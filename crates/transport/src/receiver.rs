@@ -1,18 +1,101 @@
 use crate::{AckFrame, DataPacket, FeedbackSlot, IdRange, ACK_RANGES};
 use cclab_cc::agent::{ReceivedPacket, ReceiverAgent};
 use cclab_cc::Time;
+use cclab_core::time::{MS, SEC};
+
+/// TCP_ATO_MIN and TCP_DELACK_MIN (include/net/tcp.h, HZ/25): the delayed-ACK timeout's floor.
+const ATO_MIN: Time = 40 * MS;
+/// HZ/2: the delayed-ACK timeout's ceiling in tcp_send_delayed_ack (outside ping-pong mode).
+const ATO_MAX: Time = 500 * MS;
+/// TCP_MAX_QUICKACKS: the quick ACKs granted at the start and after a long silence.
+const MAX_QUICKACKS: u32 = 16;
+/// TCP_MSS_DEFAULT: rcv_mss before the first full segment (tcp_initialize_rcv_mss).
+const MSS_DEFAULT: u64 = 536;
+/// The receiver's own RTO before it has an RTT (TCP_TIMEOUT_INIT), and its floor (TCP_RTO_MIN).
+const RTO_INIT: Time = SEC;
+const RTO_MIN: Time = 200 * MS;
 
 #[derive(Clone, Copy, Debug)]
 pub struct ReceiverConfig {
-    /// ACK every second packet, or when `delayed_ack_timeout` passes (RFC 1122/5681).
+    /// Delay ACKs as Linux does (per-flow `delayed_ack`, default true): quick ACKs for every
+    /// packet at the start, then one ACK per two full-sized segments or when the delayed-ACK
+    /// timer (ATO, from 40 ms) fires; out-of-order data and hole fills at once. False: every
+    /// data packet is acknowledged at once (for analytic tests).
     pub delayed_ack: bool,
-    pub delayed_ack_timeout: Time,
+    /// TCP_ATO_MIN; only tests change it.
+    pub ato_min: Time,
 }
 
 impl Default for ReceiverConfig {
     fn default() -> Self {
-        // Linux's minimum delayed-ACK timer.
-        ReceiverConfig { delayed_ack: false, delayed_ack_timeout: 40_000_000 }
+        ReceiverConfig { delayed_ack: true, ato_min: ATO_MIN }
+    }
+}
+
+/// Linux's delayed-ACK engine (struct inet_connection_sock's icsk_ack and the code around
+/// tcp_event_data_recv, __tcp_ack_snd_check and tcp_send_delayed_ack in net/ipv4/tcp_input.c
+/// and net/ipv4/tcp_output.c).
+#[derive(Clone, Copy, Debug, Default)]
+struct DelAck {
+    /// Quick ACKs left (icsk_ack.quick): each ACK sent uses one (tcp_dec_quickack_mode).
+    quick: u32,
+    /// The delayed-ACK timeout (icsk_ack.ato); 0 before the first data.
+    ato: Time,
+    /// When the last data arrived (icsk_ack.lrcvtime).
+    lrcvtime: Time,
+    /// The estimated sender MSS (icsk_ack.rcv_mss, tcp_measure_rcv_mss).
+    rcv_mss: u64,
+    /// Stream bytes acknowledged by the last ACK sent (tp->rcv_wup).
+    rcv_wup: u64,
+    /// The receiver's RTT, from the handshake (tcp_synack_rtt_meas), which bounds the ATO.
+    srtt: Option<Time>,
+    /// When the delayed-ACK timer fires (icsk_ack.timeout), if armed.
+    deadline: Option<Time>,
+}
+
+impl DelAck {
+    /// The receiver's own RTO, as tcp_set_rto computes it from its one sample.
+    fn rto(&self) -> Time {
+        self.srtt.map_or(RTO_INIT, |r| r + (2 * r).max(RTO_MIN))
+    }
+
+    /// tcp_incr_quickack: quick = min(rcv_wnd / (2·rcv_mss), TCP_MAX_QUICKACKS); Linux's initial
+    /// receive window (64 KiB and more) allows the full 16.
+    fn incr_quickack(&mut self) {
+        self.quick = self.quick.max(MAX_QUICKACKS);
+    }
+
+    /// tcp_event_data_recv and tcp_measure_rcv_mss, for `len` bytes arriving at `now`.
+    fn data_recv(&mut self, now: Time, len: u64, ato_min: Time) {
+        if len >= self.rcv_mss {
+            self.rcv_mss = len;
+        }
+        if self.ato == 0 {
+            // "The _first_ data packet received, initialize delayed ACK engine."
+            self.incr_quickack();
+            self.ato = ato_min;
+        } else {
+            let m = now.saturating_sub(self.lrcvtime);
+            if m <= ato_min / 2 {
+                self.ato = self.ato / 2 + ato_min / 2;
+            } else if m < self.ato {
+                self.ato = (self.ato / 2 + m).min(self.rto());
+            } else if m > self.rto() {
+                // "Too long gap. Apparently sender failed to restart window."
+                self.incr_quickack();
+            }
+        }
+        self.lrcvtime = now;
+    }
+
+    /// tcp_send_delayed_ack's timeout: the ATO, above TCP_DELACK_MIN bounded by HZ/2 and by
+    /// the RTT (at least TCP_DELACK_MIN).
+    fn timeout(&self, ato_min: Time) -> Time {
+        if self.ato <= ato_min {
+            return self.ato;
+        }
+        let max_ato = self.srtt.map_or(ATO_MAX, |r| r.max(ato_min).min(ATO_MAX));
+        self.ato.min(max_ato)
     }
 }
 
@@ -26,8 +109,9 @@ pub struct Receiver {
     stream_cum: u64,
     holes_above: Vec<(u64, u64)>,
     unacked: u32,
-    /// When `on_timeout` must run: the delayed-ACK deadline or, with an agent, the earlier of
-    /// that and the agent's timer.
+    delack: DelAck,
+    /// When `on_timeout` must run: the delayed-ACK deadline (`delack.deadline`) or, with an
+    /// agent, the earlier of that and the agent's timer.
     ack_deadline: Option<Time>,
     last_owd: Time,
     /// The scheme's receiver-side agent (Sprout), if it has one. Everything about it runs on
@@ -35,8 +119,6 @@ pub struct Receiver {
     /// hook existed (measured: merging the agent's timer into `next_timeout` alone kept the
     /// simulator's per-event timer code from being inlined, costing ~7% of its speed).
     agent: Option<Box<dyn ReceiverAgent>>,
-    /// The delayed-ACK deadline, kept apart from the agent's timer (agent receivers only).
-    delack_deadline: Option<Time>,
     pub packets_received: u64,
     pub bytes_received: u64,
 }
@@ -49,10 +131,10 @@ impl Receiver {
             stream_cum: 0,
             holes_above: Vec::new(),
             unacked: 0,
+            delack: DelAck { rcv_mss: MSS_DEFAULT, ..Default::default() },
             ack_deadline: None,
             last_owd: 0,
             agent: None,
-            delack_deadline: None,
             packets_received: 0,
             bytes_received: 0,
         }
@@ -68,6 +150,12 @@ impl Receiver {
         self
     }
 
+    /// The connection's RTT as the receiving host measured it in the handshake (Linux's
+    /// tcp_synack_rtt_meas), which bounds its delayed-ACK timeout and sets its RTO.
+    pub fn set_handshake_rtt(&mut self, rtt: Time) {
+        self.delack.srtt = Some(rtt);
+    }
+
     /// Stream bytes delivered in order to the application.
     pub fn stream_cum(&self) -> u64 {
         self.stream_cum
@@ -81,20 +169,56 @@ impl Receiver {
         let gap = self.record_id(pkt.id);
         let filled_hole = self.record_stream(pkt.offset, pkt.offset + pkt.len as u64);
         self.unacked += 1;
+        // Out-of-order arrivals, hole fills and duplicates, and anything that arrives while the
+        // out-of-order queue holds data, are acknowledged at once, so the sender sees the loss
+        // (or the repair) without waiting for the timer (tcp_data_queue: ICSK_ACK_NOW when a
+        // hole fills, tcp_enter_quickack_mode on a duplicate; __tcp_ack_snd_check sends the
+        // first dupacks of each rcv_nxt at once).
+        let urgent = gap || filled_hole || !self.holes_above.is_empty();
         if self.agent.is_some() {
-            return self.on_data_with_agent(now, pkt, gap || filled_hole);
+            return self.on_data_with_agent(now, pkt, urgent);
         }
-        // Out-of-order arrivals and hole fills are acknowledged at once so the sender sees
-        // the loss (or the repair) without waiting for the delayed-ACK timer.
-        if !self.cfg.delayed_ack || gap || filled_hole || self.unacked >= 2 {
+        if self.ack_due(now, pkt.len as u64, urgent) {
             return Some(self.make_ack());
         }
-        self.ack_deadline.get_or_insert(now + self.cfg.delayed_ack_timeout);
+        self.ack_deadline = self.delack.deadline;
         None
+    }
+
+    /// Linux's choice for one data packet (tcp_event_data_recv, then __tcp_ack_snd_check):
+    /// true to acknowledge now; false arms the delayed-ACK timer (`delack.deadline`).
+    fn ack_due(&mut self, now: Time, len: u64, urgent: bool) -> bool {
+        if !self.cfg.delayed_ack {
+            return true;
+        }
+        let d = &mut self.delack;
+        d.data_recv(now, len, self.cfg.ato_min);
+        // "More than one full frame received", "We ACK each frame" (quick-ACK mode), or a
+        // one-time immediate ACK.
+        if urgent || d.quick > 0 || self.stream_cum - d.rcv_wup > d.rcv_mss {
+            return true;
+        }
+        // tcp_send_delayed_ack: a timer already due within a quarter of the ATO sends now;
+        // otherwise the earlier of the old and the new deadline.
+        let ato = d.timeout(self.cfg.ato_min);
+        if let Some(t) = d.deadline {
+            if t <= now + ato / 4 {
+                return true;
+            }
+        }
+        let t = now + ato;
+        d.deadline = Some(d.deadline.map_or(t, |old| old.min(t)));
+        false
     }
 
     pub fn next_timeout(&self) -> Option<Time> {
         self.ack_deadline
+    }
+
+    /// tcp_delack_timer_handler: "Delayed ACK missed: inflate ATO" (doubled, at most the RTO).
+    fn delack_fired(&mut self) {
+        let d = &mut self.delack;
+        d.ato = (2 * d.ato).min(d.rto());
     }
 
     /// Fires the delayed-ACK timer (and the agent's); returns an ACK to send now, if any.
@@ -103,7 +227,10 @@ impl Receiver {
             return self.on_timeout_with_agent(now);
         }
         match self.ack_deadline {
-            Some(t) if t <= now && self.unacked > 0 => Some(self.make_ack()),
+            Some(t) if t <= now && self.unacked > 0 => {
+                self.delack_fired();
+                Some(self.make_ack())
+            }
             _ => None,
         }
     }
@@ -111,6 +238,16 @@ impl Receiver {
     fn make_ack(&mut self) -> AckFrame {
         self.unacked = 0;
         self.ack_deadline = None;
+        let d = &mut self.delack;
+        d.deadline = None;
+        d.rcv_wup = self.stream_cum;
+        // tcp_dec_quickack_mode: each ACK uses a quick ACK; the last one resets the ATO.
+        if d.quick > 0 {
+            d.quick -= 1;
+            if d.quick == 0 {
+                d.ato = self.cfg.ato_min;
+            }
+        }
         let mut ack = AckFrame { stream_cum: self.stream_cum, one_way_delay: self.last_owd, ..Default::default() };
         for (i, r) in self.ids.iter().rev().take(ACK_RANGES).enumerate() {
             ack.ranges[i] = *r;
@@ -128,12 +265,7 @@ impl Receiver {
         if let Some(agent) = self.agent.as_mut() {
             agent.on_data(now, &ReceivedPacket { id: pkt.id, bytes: pkt.len as u64, sent: pkt.sent });
         }
-        let ack = if !self.cfg.delayed_ack || urgent || self.unacked >= 2 {
-            Some(self.agent_ack(now))
-        } else {
-            self.delack_deadline.get_or_insert(now + self.cfg.delayed_ack_timeout);
-            None
-        };
+        let ack = if self.ack_due(now, pkt.len as u64, urgent) { Some(self.agent_ack(now)) } else { None };
         self.merge_deadlines();
         ack
     }
@@ -147,7 +279,10 @@ impl Receiver {
             Some(agent) if agent.next_timer().is_some_and(|t| t <= now) => agent.on_timer(now),
             _ => false,
         };
-        let delack_due = self.delack_deadline.is_some_and(|t| t <= now) && self.unacked > 0;
+        let delack_due = self.delack.deadline.is_some_and(|t| t <= now) && self.unacked > 0;
+        if delack_due {
+            self.delack_fired();
+        }
         let ack = (delack_due || agent_wants_ack).then(|| self.agent_ack(now));
         self.merge_deadlines();
         ack
@@ -156,7 +291,6 @@ impl Receiver {
     /// An ACK carrying the agent's feedback.
     fn agent_ack(&mut self, now: Time) -> AckFrame {
         let mut ack = self.make_ack();
-        self.delack_deadline = None;
         ack.feedback = FeedbackSlot::new(self.agent.as_mut().and_then(|agent| agent.feedback(now)));
         ack
     }
@@ -164,7 +298,7 @@ impl Receiver {
     /// `ack_deadline` = the earlier of the delayed-ACK deadline and the agent's timer.
     fn merge_deadlines(&mut self) {
         let agent_timer = self.agent.as_ref().and_then(|agent| agent.next_timer());
-        self.ack_deadline = match (self.delack_deadline, agent_timer) {
+        self.ack_deadline = match (self.delack.deadline, agent_timer) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
@@ -258,19 +392,111 @@ mod tests {
         assert_eq!(a.ranges(), &[(3, 6), (0, 2)]);
     }
 
+    const MS: Time = 1_000_000;
+
+    /// A receiver that has used up its quick ACKs: 16 packets acked one by one at `t0`.
+    fn past_quickack(t0: Time) -> (Receiver, u64) {
+        let mut r = Receiver::new(ReceiverConfig::default());
+        for i in 0..16 {
+            assert!(r.on_data(t0 + i, &pkt(i, i * 1000)).is_some(), "quick ACK {i}");
+        }
+        (r, 16)
+    }
+
     #[test]
-    fn delayed_ack_every_second_packet_or_timer() {
-        let mut r = Receiver::new(ReceiverConfig { delayed_ack: true, ..Default::default() });
-        assert!(r.on_data(10, &pkt(0, 0)).is_none());
-        assert_eq!(r.next_timeout(), Some(10 + 40_000_000));
-        assert!(r.on_data(20, &pkt(1, 1000)).is_some(), "every second packet is acked");
-        assert!(r.on_data(30, &pkt(2, 2000)).is_none());
-        assert!(r.on_data(40, &pkt(3, 3000)).is_some());
-        assert!(r.on_data(50, &pkt(5, 4000)).is_some(), "a gap in ids is acked at once");
-        assert!(r.on_data(60, &pkt(6, 5000)).is_none());
-        assert!(r.on_timeout(39_000_000).is_none());
-        let a = r.on_timeout(60 + 40_000_000).unwrap();
-        assert_eq!(a.largest, 6);
+    fn the_first_sixteen_packets_are_acked_one_by_one() {
+        // tcp_event_data_recv: "The _first_ data packet received, initialize delayed ACK
+        // engine": tcp_incr_quickack(sk, TCP_MAX_QUICKACKS), and tcp_in_quickack_mode makes
+        // __tcp_ack_snd_check send at once ("We ACK each frame"); tcp_dec_quickack_mode spends
+        // one per ACK.
+        let (mut r, n) = past_quickack(0);
+        assert!(r.on_data(100, &pkt(n, n * 1000)).is_none(), "the 17th waits");
+        assert_eq!(r.next_timeout(), Some(100 + 40 * MS), "for the ATO, TCP_ATO_MIN = 40 ms");
+        let a = r.on_data(200, &pkt(n + 1, (n + 1) * 1000)).expect("more than one rcv_mss unacked");
+        assert_eq!(a.largest, n + 1);
+        assert_eq!(r.next_timeout(), None, "an ACK sent cancels the timer");
+        assert!(r.on_data(300, &pkt(n + 2, (n + 2) * 1000)).is_none());
+        assert!(r.on_timeout(300 + 40 * MS - 1).is_none());
+        assert_eq!(r.on_timeout(300 + 40 * MS).expect("the delayed ACK").largest, n + 2);
+    }
+
+    #[test]
+    fn acks_every_second_full_segment_by_bytes_not_packets() {
+        // __tcp_ack_snd_check: "(tp->rcv_nxt - tp->rcv_wup) > inet_csk(sk)->icsk_ack.rcv_mss",
+        // with rcv_mss the largest segment seen (tcp_measure_rcv_mss). Half-sized segments are
+        // acked every third: two of them are exactly one rcv_mss, not more.
+        let (mut r, n) = past_quickack(0);
+        let small = |id: u64, off: u64| DataPacket { id, offset: off, len: 500, sent: 0, retransmission: false };
+        let off = n * 1000;
+        assert!(r.on_data(10, &small(n, off)).is_none());
+        assert!(r.on_data(11, &small(n + 1, off + 500)).is_none(), "1000 bytes = one rcv_mss");
+        assert!(r.on_data(12, &small(n + 2, off + 1000)).is_some(), "1500 > rcv_mss");
+    }
+
+    #[test]
+    fn out_of_order_data_and_hole_fills_are_acked_at_once() {
+        // RFC 5681 §4.2: "an immediate ACK SHOULD be generated when an out-of-order segment
+        // arrives" and "when the incoming segment fills in all or part of a gap"; Linux sends
+        // while its out-of-order queue holds data (tcp_data_queue_ofo, __tcp_ack_snd_check).
+        let (mut r, n) = past_quickack(0);
+        // id n lost: ids n+1.. carry the offsets after it.
+        let at = |id: u64, off: u64| pkt(id, off * 1000);
+        assert!(r.on_data(10, &at(n + 1, n + 1)).is_some(), "a gap");
+        assert!(r.on_data(11, &at(n + 2, n + 2)).is_some(), "the hole is still open");
+        let a = r.on_data(12, &at(n + 3, n)).expect("the retransmission fills the hole");
+        assert_eq!(a.stream_cum, (n + 3) * 1000);
+        assert!(r.on_data(13, &at(n + 4, n + 3)).is_none(), "in order again: delayed");
+        assert!(r.on_data(14, &at(n + 5, 1)).is_some(), "a duplicate (tcp_enter_quickack_mode)");
+    }
+
+    #[test]
+    fn a_missed_delayed_ack_doubles_the_ato_within_the_rtt() {
+        // tcp_delack_timer_handler: "Delayed ACK missed: inflate ATO" (ato << 1, at most the
+        // RTO); tcp_send_delayed_ack bounds an ATO above TCP_DELACK_MIN by the RTT (at least
+        // TCP_DELACK_MIN); tcp_event_data_recv deflates it on closely spaced data
+        // ("ato = (ato >> 1) + TCP_ATO_MIN / 2").
+        for (srtt, want) in [(None, 81 * MS), (Some(10 * MS), 40 * MS), (Some(60 * MS), 60 * MS)] {
+            let (mut r, n) = past_quickack(0);
+            if let Some(rtt) = srtt {
+                r.set_handshake_rtt(rtt);
+            }
+            assert!(r.on_data(MS, &pkt(n, n * 1000)).is_none());
+            r.on_timeout(41 * MS).expect("the timer fires");
+            assert_eq!(r.delack.ato, 80 * MS);
+            assert!(r.on_data(42 * MS, &pkt(n + 1, (n + 1) * 1000)).is_none());
+            // 41 ms after the last data, within the ATO: ato = 80/2 + 41 = 81 ms, then bounded.
+            assert_eq!(r.delack.ato, 81 * MS);
+            assert_eq!(r.next_timeout(), Some(42 * MS + want), "srtt {srtt:?}");
+            // Back-to-back data deflate it toward TCP_ATO_MIN: 81/2 + 20 = 60.5 ms.
+            r.on_data(42 * MS + 1, &pkt(n + 2, (n + 2) * 1000));
+            assert_eq!(r.delack.ato, 60 * MS + MS / 2);
+        }
+    }
+
+    #[test]
+    fn a_silence_longer_than_the_rto_brings_quick_acks_back() {
+        // tcp_event_data_recv: "} else if (m > icsk->icsk_rto) { /* Too long gap. Apparently
+        // sender failed to restart window, so that we send ACKs quickly. */
+        // tcp_incr_quickack(sk, TCP_MAX_QUICKACKS);" — the receiver's RTO from its handshake
+        // sample: 20 ms + max(40 ms, 200 ms) = 220 ms.
+        let (mut r, n) = past_quickack(0);
+        r.set_handshake_rtt(20 * MS);
+        assert!(r.on_data(MS, &pkt(n, n * 1000)).is_none());
+        r.on_timeout(41 * MS).expect("delayed ACK");
+        assert!(r.on_data(201 * MS, &pkt(n + 1, (n + 1) * 1000)).is_none(), "200 ms of silence: no");
+        r.on_timeout(300 * MS).expect("delayed ACK");
+        let t = 201 * MS + 221 * MS;
+        assert!(r.on_data(t, &pkt(n + 2, (n + 2) * 1000)).is_some(), "221 ms > RTO: quick again");
+        assert!(r.on_data(t + 1, &pkt(n + 3, (n + 3) * 1000)).is_some());
+    }
+
+    #[test]
+    fn delayed_ack_off_acks_every_packet() {
+        let mut r = Receiver::new(ReceiverConfig { delayed_ack: false, ..Default::default() });
+        for i in 0..40 {
+            assert!(r.on_data(i, &pkt(i, i * 1000)).is_some());
+        }
+        assert_eq!(r.next_timeout(), None);
     }
 }
 
@@ -330,12 +556,15 @@ mod agent_tests {
     #[test]
     fn delayed_acks_and_the_agent_timer_share_one_deadline() {
         let agent: Box<dyn ReceiverAgent> = Box::new(Counter { packets: 0, next: 1_000_000_000 });
-        let cfg = ReceiverConfig { delayed_ack: true, delayed_ack_timeout: 40 };
+        let cfg = ReceiverConfig { delayed_ack: true, ato_min: 40 };
         let mut r = Receiver::new(cfg).with_agent(Some(agent));
-        assert!(r.on_data(10, &pkt(0)).is_none(), "the first packet waits for a second");
-        assert_eq!(r.next_timeout(), Some(50), "the delayed-ACK deadline comes before the agent's");
-        let a = r.on_timeout(50).expect("the delayed ACK");
-        assert_eq!(a.feedback.get(), Some([1, 0, 0, 0, 0, 0]));
-        assert_eq!(r.next_timeout(), Some(150), "then only the agent's timer");
+        for id in 0..16 {
+            assert!(r.on_data(id, &pkt(id)).is_some(), "quick ACK {id}");
+        }
+        assert!(r.on_data(16, &pkt(16)).is_none(), "past the quick ACKs a packet waits for a second");
+        assert_eq!(r.next_timeout(), Some(56), "the delayed-ACK deadline comes before the agent's (115)");
+        let a = r.on_timeout(56).expect("the delayed ACK");
+        assert_eq!(a.feedback.get(), Some([17, 0, 0, 0, 0, 0]));
+        assert_eq!(r.next_timeout(), Some(156), "then only the agent's timer");
     }
 }

@@ -1,3 +1,4 @@
+use crate::handshake::Handshake;
 use crate::rtt::RttEstimator;
 use crate::{AckFrame, DataPacket};
 use cclab_cc::{
@@ -14,6 +15,11 @@ const TIME_THRESHOLD_NUM: u64 = 9;
 const TIME_THRESHOLD_DEN: u64 = 8;
 /// Dupthresh: a packet is lost once three later packets are acked.
 const PACKET_THRESHOLD: u64 = 3;
+/// Linux's sk_pacing_shift (10), tcp_tso_rtt_log sysctl (9) and gso_max_size: 64 KiB
+/// (GSO_LEGACY_MAX_SIZE, what the emulator's TUN and most NICs' drivers set).
+const PACING_SHIFT: u32 = 10;
+const TSO_RTT_LOG: u32 = 9;
+const GSO_MAX_SIZE: u64 = 65_536;
 
 #[derive(Clone, Copy, Debug)]
 pub struct SenderConfig {
@@ -32,6 +38,9 @@ pub struct SenderConfig {
     pub rto_max: Time,
     /// Detect spurious timeouts and undo their reduction (`[transport] undo`, Linux's F-RTO).
     pub undo: bool,
+    /// Send a paced flow in Linux's TSO/GSO bursts when its controller models a Linux module
+    /// (`[transport] tso`; [`Sender::tso_segs`]).
+    pub tso: bool,
 }
 
 impl Default for SenderConfig {
@@ -45,6 +54,7 @@ impl Default for SenderConfig {
             rto: RtoModel::Linux,
             rto_max: 120 * SEC,
             undo: true,
+            tso: true,
         }
     }
 }
@@ -62,6 +72,7 @@ impl SenderConfig {
             rto: transport.rto,
             rto_max: transport.rto_max.ns(),
             undo: transport.undo,
+            tso: transport.tso,
         }
     }
 }
@@ -101,6 +112,8 @@ pub struct SenderStats {
     /// Timeouts found spurious and undone (`[transport] undo`).
     pub spurious_rtos: u64,
     pub congestion_events: u64,
+    /// SYNs sent again after a timeout while connecting ([`Sender::connect`]).
+    pub syn_retransmissions: u64,
     /// Gaps between the send times of packets declared lost, for their burstiness: a flow's
     /// packets reach the bottleneck in send order one fixed access delay later, so these are
     /// the gaps between the queue's drops of this flow (IMC'21 logs drops at the queue).
@@ -131,6 +144,8 @@ pub struct Sender {
     /// Tags of messages whose last byte the receiver acknowledged, not yet taken.
     completed: Vec<u64>,
     active: bool,
+    /// SYN_SENT: the connection is opening ([`Sender::connect`]); no data until the SYN-ACK.
+    handshake: Option<Handshake>,
     // Recovery epochs (reference §0.3, QUIC style).
     ca_state: CaState,
     recovery_start: Option<Time>,
@@ -159,6 +174,9 @@ pub struct Sender {
     cwnd_blocked_prev: bool,
     // Pacing: earliest departure time of the next packet.
     next_send_time: Time,
+    // The TSO burst under way: packets it may still send, all at `burst_at`.
+    burst_left: u64,
+    burst_at: Time,
     last_send_time: Time,
     // Scratch buffers reused across ACKs.
     acked_buf: Vec<AckedPacket>,
@@ -185,6 +203,7 @@ impl Sender {
             messages: VecDeque::new(),
             completed: Vec::new(),
             active: false,
+            handshake: None,
             ca_state: CaState::Open,
             recovery_start: None,
             recovery_end_id: 0,
@@ -204,6 +223,8 @@ impl Sender {
             cwnd_blocked_round: false,
             cwnd_blocked_prev: false,
             next_send_time: 0,
+            burst_left: 0,
+            burst_at: 0,
             last_send_time: 0,
             acked_buf: Vec::new(),
             lost_buf: Vec::new(),
@@ -234,12 +255,45 @@ impl Sender {
         self.ca_state
     }
 
-    /// Starts sending (a bulk flow has unlimited data until [`Sender::stop`]).
+    /// Starts sending on an open connection, with no RTT sample yet (a bulk flow has
+    /// unlimited data until [`Sender::stop`]).
     pub fn start(&mut self, now: Time) {
         self.active = true;
         self.next_send_time = now;
         let mss = self.cfg.mss;
-        self.cc.on_init(now, &mut CcContext { mss, rng: &mut self.rng });
+        self.cc.on_init(now, &self.rtt.stats, &mut CcContext { mss, rng: &mut self.rng });
+    }
+
+    /// Opens the connection as Linux's connect() does (`[transport] handshake`): a SYN now
+    /// ([`Sender::poll_syn`]), again after TCP_TIMEOUT_INIT with backoff while unanswered, and
+    /// data only once a SYN-ACK arrives ([`Sender::on_syn_ack`]), whose RTT sample seeds srtt,
+    /// the RTO and the min-RTT before the controller starts.
+    pub fn connect(&mut self, now: Time) {
+        self.handshake = Some(Handshake::new(now, self.cfg.rto_max));
+    }
+
+    /// Whether the connection is still opening (a SYN sent, no SYN-ACK yet).
+    pub fn is_connecting(&self) -> bool {
+        self.handshake.is_some()
+    }
+
+    /// A SYN due at `now`, if any: returns its send time, which the SYN-ACK must echo back.
+    pub fn poll_syn(&mut self, now: Time) -> Option<Time> {
+        let h = self.handshake.as_mut()?;
+        let syn = h.poll(now)?;
+        self.stats.syn_retransmissions = h.retries() as u64;
+        Some(syn)
+    }
+
+    /// A SYN-ACK echoing the SYN sent at `echo`: the RTT sample now − echo (tcp_ack_update_rtt
+    /// via the timestamp echo, so a retransmitted SYN is timed too), then data may flow.
+    /// Later SYN-ACKs (answers to retransmitted SYNs) change nothing.
+    pub fn on_syn_ack(&mut self, now: Time, echo: Time) {
+        if self.handshake.take().is_none() {
+            return;
+        }
+        self.rtt.sample(now.saturating_sub(echo), self.next_id, self.next_id);
+        self.start(now);
     }
 
     /// Limits the data the application has written to `bytes` in total.
@@ -269,6 +323,7 @@ impl Sender {
     /// Stops all sending: no new data, no retransmissions, no timers.
     pub fn stop(&mut self) {
         self.active = false;
+        self.handshake = None;
         self.rto_deadline = None;
         self.loss_time = None;
         self.undo_end = None;
@@ -311,7 +366,8 @@ impl Sender {
             return None;
         }
         let pacing = self.pacing_rate();
-        if pacing.is_some() && now < self.next_send_time {
+        let in_burst = self.burst_left > 0 && now == self.burst_at;
+        if pacing.is_some() && now < self.next_send_time && !in_burst {
             return None;
         }
         let (offset, len, retransmission) = match self.retransmit.pop_front() {
@@ -373,6 +429,14 @@ impl Sender {
             lost: self.lost_total,
         });
         if let Some(rate) = pacing {
+            if !in_burst {
+                // A pacing release: one skb of this many segments leaves back to back, and the
+                // next waits for all of them at the rate (tcp_update_skb_after_send). A window
+                // that closes mid-burst ends it, as Linux sizes the skb to the cwnd quota.
+                self.burst_left = self.tso_segs(rate);
+                self.burst_at = now;
+            }
+            self.burst_left -= 1;
             let gap = (len as f64 / rate * 1e9) as Time;
             self.next_send_time = self.next_send_time.max(now) + gap;
         }
@@ -384,6 +448,26 @@ impl Sender {
         self.stats.retransmissions += u64::from(retransmission);
         self.mark_app_limited();
         Some(DataPacket { id, offset, len, sent: now, retransmission })
+    }
+
+    /// Segments per pacing release. With `[transport] tso` and a controller that models a Linux
+    /// module, Linux's tcp_tso_autosize (net/ipv4/tcp_output.c, 6.0 and later): the pacing
+    /// rate shifted right by sk_pacing_shift (10: about 1 ms of data), plus gso_max_size shifted
+    /// right by min_rtt in µs / 2^tcp_tso_rtt_log (9) for close peers ("smaller min_rtt
+    /// resulting in bigger TSO bursts"), at most gso_max_size, in MSS segments, at least the
+    /// module's min_tso_segs. Otherwise one.
+    pub fn tso_segs(&self, rate: f64) -> u64 {
+        let Some(min_segs) = self.cc.min_tso_segs().filter(|_| self.cfg.tso) else {
+            return 1;
+        };
+        let mut bytes = rate as u64 >> PACING_SHIFT;
+        if self.rtt.stats.has_sample {
+            let r = (self.rtt.stats.min / 1_000) >> TSO_RTT_LOG;
+            if r < u32::BITS as u64 {
+                bytes += GSO_MAX_SIZE >> r;
+            }
+        }
+        (bytes.min(GSO_MAX_SIZE) / self.cfg.mss).max(min_segs)
     }
 
     /// Reference §0.4: a sender with nothing left to send and room in the window is
@@ -712,6 +796,9 @@ impl Sender {
 
     /// The earliest time the sender needs [`Sender::on_timeout`] or can send again.
     pub fn next_timeout(&self) -> Option<Time> {
+        if let Some(h) = &self.handshake {
+            return h.next_timeout();
+        }
         if !self.active {
             return None;
         }
@@ -735,6 +822,10 @@ impl Sender {
 
     /// Fires whatever timers are due at `now`.
     pub fn on_timeout(&mut self, now: Time) {
+        if let Some(h) = &mut self.handshake {
+            h.on_timeout(now);
+            return;
+        }
         if !self.active {
             return;
         }

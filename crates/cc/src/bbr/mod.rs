@@ -319,7 +319,14 @@ impl CongestionControl for Bbr {
         "bbr"
     }
 
-    fn on_init(&mut self, now: Time, _ctx: &mut CcContext) {
+    fn on_init(&mut self, now: Time, rtt: &RttStats, _ctx: &mut CcContext) {
+        // bbr_init: "bbr->min_rtt_us = tcp_min_rtt(tp)" and bbr_init_pacing_rate_from_rtt from
+        // srtt: after a handshake both hold its SYN/SYN-ACK sample, so the first window is
+        // paced at high_gain · init_cwnd / srtt rather than over a nominal 1 ms.
+        if rtt.has_sample {
+            self.min_rtt = Some(rtt.min);
+            self.srtt = Some(rtt.smoothed);
+        }
         self.min_rtt_stamp = now;
         self.ack_epoch_mstamp = now;
         self.delivered_mstamp = now;
@@ -455,6 +462,10 @@ impl CongestionControl for Bbr {
     fn pacing_rate(&self) -> Option<f64> {
         // Always positive once initialised; before that, let the transport decide.
         (self.pacing_rate > 0.0).then_some(self.pacing_rate)
+    }
+
+    fn min_tso_segs(&self) -> Option<u64> {
+        Some(self.bbr_min_tso_segs())
     }
 
     fn ssthresh(&self) -> Option<u64> {

@@ -63,9 +63,17 @@ impl Bbr {
 
     /// `bbr_tso_segs_goal`: about 1 ms of data per burst, at least 2 segments above 1.2 Mbit/s.
     pub(super) fn tso_segs_goal(&self) -> u64 {
-        let min_segs = if self.pacing_rate < MIN_TSO_RATE { 1 } else { 2 };
         let bytes = (self.pacing_rate / (1u64 << PACING_SHIFT) as f64).min(GSO_MAX_BYTES);
-        ((bytes as u64) / self.mss).max(min_segs).min(TSO_MAX_SEGS)
+        ((bytes as u64) / self.mss).max(self.bbr_min_tso_segs()).min(TSO_MAX_SEGS)
+    }
+
+    /// `bbr_min_tso_segs`: one segment per burst below 1.2 Mbit/s, else two.
+    pub(super) fn bbr_min_tso_segs(&self) -> u64 {
+        if self.pacing_rate < MIN_TSO_RATE {
+            1
+        } else {
+            2
+        }
     }
 
     /// `bbr_bdp`: ceil(bw × min_rtt × gain), or the initial window without an RTT.

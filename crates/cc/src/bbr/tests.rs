@@ -14,7 +14,7 @@ struct Feed {
 impl Feed {
     fn new() -> Feed {
         let mut f = Feed { bbr: Bbr::new(MSS, BbrConfig::default()), rng: Rng::new(5), now: 0, delivered: 0, id: 0 };
-        f.bbr.on_init(0, &mut CcContext { mss: MSS, rng: &mut f.rng });
+        f.bbr.on_init(0, &RttStats::default(), &mut CcContext { mss: MSS, rng: &mut f.rng });
         f
     }
 
@@ -240,4 +240,25 @@ fn pacing_is_gain_times_bw_less_one_percent() {
     assert_eq!(bw, 8000.0);
     let want = 8000.0 * MSS as f64 * HIGH_GAIN * 0.99;
     assert!((f.bbr.pacing_rate().unwrap() - want).abs() < 1e-6 * want);
+}
+
+/// bbr_init: "bbr->min_rtt_us = tcp_min_rtt(tp)", and bbr_init_pacing_rate_from_rtt paces the
+/// initial window over srtt when the handshake gave one ("if (tp->srtt_us) { rtt_us =
+/// max(tp->srtt_us >> 3, 1U); bbr->has_seen_rtt = 1; } else { rtt_us = USEC_PER_MSEC; }").
+/// Over a 20 ms handshake the first rate is therefore 1/20 of the no-sample rate over 1 ms.
+#[test]
+fn init_takes_min_rtt_and_srtt_from_the_handshake() {
+    let init = |rtt: &RttStats| {
+        let mut bbr = Bbr::new(MSS, BbrConfig::default());
+        bbr.on_init(0, rtt, &mut CcContext { mss: MSS, rng: &mut Rng::new(5) });
+        bbr
+    };
+    let cold = init(&RttStats::default());
+    assert_eq!(cold.min_rtt, None);
+    let r = 20 * MS;
+    let warm = init(&RttStats { latest: r, smoothed: r, rttvar: r / 2, min: r, has_sample: true });
+    assert_eq!(warm.min_rtt, Some(r));
+    assert!(warm.has_seen_rtt);
+    let ratio = warm.pacing_rate().unwrap() / cold.pacing_rate().unwrap();
+    assert!((ratio - 1.0 / 20.0).abs() < 1e-9, "{ratio}");
 }

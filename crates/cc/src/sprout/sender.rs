@@ -72,7 +72,7 @@ impl CongestionControl for Sprout {
         "sprout"
     }
 
-    fn on_init(&mut self, now: Time, _ctx: &mut CcContext) {
+    fn on_init(&mut self, now: Time, _rtt: &RttStats, _ctx: &mut CcContext) {
         self.forecast_time = now;
         self.last_send = Some(now);
         self.refresh(now);

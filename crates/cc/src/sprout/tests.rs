@@ -123,7 +123,7 @@ fn sender_window_is_forecast_minus_queue() {
     let mut s = Sprout::new(1448);
     let mut rng = Rng::new(1);
     let mut ctx = CcContext { mss: 1448, rng: &mut rng };
-    s.on_init(0, &mut ctx);
+    s.on_init(0, &RttStats::default(), &mut ctx);
     // A forecast of 10 packets per tick; 30 sent, 20 received or lost → 10 queued.
     for id in 0..30 {
         let pkt = SentPacket { id, bytes: 1448, send_time: 0, ..Default::default() };
@@ -147,7 +147,7 @@ fn sender_falls_back_to_one_packet_per_50ms() {
     let mut s = Sprout::new(1448);
     let mut rng = Rng::new(1);
     let mut ctx = CcContext { mss: 1448, rng: &mut rng };
-    s.on_init(0, &mut ctx);
+    s.on_init(0, &RttStats::default(), &mut ctx);
     s.on_feedback(0, &Feedback { payload: encode(&[0; NUM_TICKS]), largest_received: 0 }, &mut ctx);
     assert!(!s.can_send(0, 1448), "an outage forecast shuts the window");
     assert_eq!(s.next_timer(), Some(TICK));

@@ -4,7 +4,7 @@
 //! kept to measure what a detail changes. Kernel flows in the emulator (`kernel:<cc>`) ignore
 //! this section: they are Linux.
 //!
-//! Sender-side keys: `rto`, `rto_max`, `undo`. (The receiver's keys live in their own group.)
+//! Sender-side keys: `handshake`, `rto`, `rto_max`, `undo`, `tso`. (The receiver's keys live in their own group.)
 
 use crate::units::Dur;
 use serde::{Deserialize, Serialize};
@@ -27,6 +27,15 @@ pub enum RtoModel {
 #[serde(deny_unknown_fields)]
 pub struct Transport {
     // --- sender ---
+    /// Open each connection as Linux's connect() does: a SYN at the flow's start and data only
+    /// once the SYN-ACK returns, one handshake later. Both are real 60-byte packets through the
+    /// path's queues, and their RTT (the timestamp echo of the SYN answered) is the connection's
+    /// first sample: it sets srtt, the RTO and the min-RTT before the controller's init
+    /// (tcp_ack_update_rtt from tcp_rcv_synsent_state_process, then tcp_init_transfer; BBR's
+    /// bbr_init reads tcp_min_rtt). A lost SYN is sent again after 1 s, doubling (tcp_syn_retries
+    /// 6). Default true; false starts data at the flow's start with no sample (first RTO 1 s).
+    #[serde(default = "default_true")]
+    pub handshake: bool,
     /// The RTO formula: "linux" (default) or "rfc6298".
     #[serde(default)]
     pub rto: RtoModel,
@@ -40,6 +49,14 @@ pub struct Transport {
     /// Default true, as Linux's net.ipv4.tcp_frto = 2.
     #[serde(default = "default_true")]
     pub undo: bool,
+    /// Send as Linux's TSO/GSO does: a paced flow whose controller models a Linux TCP module
+    /// (cubic, newreno, vegas, bbr) leaves in bursts, one skb of tcp_tso_autosize's segments
+    /// (about 1 ms of its pacing rate, at least the module's min_tso_segs, more when min_rtt is
+    /// under ~9 ms; net/ipv4/tcp_output.c) back to back at each pacing release, then waits that
+    /// burst's time at the rate. Default true; false paces every packet on its own, as the
+    /// other schemes always are (their implementations are not kernel TCP).
+    #[serde(default = "default_true")]
+    pub tso: bool,
 }
 
 fn default_rto_max() -> Dur {
@@ -51,7 +68,7 @@ fn default_true() -> bool {
 
 impl Default for Transport {
     fn default() -> Self {
-        Transport { rto: RtoModel::default(), rto_max: default_rto_max(), undo: true }
+        Transport { handshake: true, rto: RtoModel::default(), rto_max: default_rto_max(), undo: true, tso: true }
     }
 }
 
@@ -67,12 +84,23 @@ mod tests {
         let s = Scenario::parse(BASE, "t.toml").unwrap();
         assert_eq!(s.transport, Transport::default());
         assert_eq!(
-            (s.transport.rto, s.transport.rto_max, s.transport.undo),
-            (RtoModel::Linux, Dur(120_000_000_000), true)
+            (s.transport.handshake, s.transport.rto, s.transport.rto_max, s.transport.undo, s.transport.tso),
+            (true, RtoModel::Linux, Dur(120_000_000_000), true, true)
         );
-        let text = format!("{BASE}[transport]\nrto = \"rfc6298\"\nrto_max = \"60s\"\nundo = false\n");
+        let text = format!(
+            "{BASE}[transport]\nhandshake = false\nrto = \"rfc6298\"\nrto_max = \"60s\"\nundo = false\ntso = false\n"
+        );
         let s = Scenario::parse(&text, "t.toml").unwrap();
-        assert_eq!(s.transport, Transport { rto: RtoModel::Rfc6298, rto_max: Dur(60_000_000_000), undo: false });
+        assert_eq!(
+            s.transport,
+            Transport {
+                handshake: false,
+                rto: RtoModel::Rfc6298,
+                rto_max: Dur(60_000_000_000),
+                undo: false,
+                tso: false
+            }
+        );
     }
 
     #[test]

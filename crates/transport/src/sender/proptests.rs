@@ -170,8 +170,8 @@ impl CongestionControl for Audited {
     fn name(&self) -> &'static str {
         self.cc.name()
     }
-    fn on_init(&mut self, now: Time, ctx: &mut CcContext) {
-        self.cc.on_init(now, ctx)
+    fn on_init(&mut self, now: Time, rtt: &cclab_cc::RttStats, ctx: &mut CcContext) {
+        self.cc.on_init(now, rtt, ctx)
     }
     fn on_packet_sent(&mut self, pkt: &SentPacket, ctx: &mut CcContext) -> CcTag {
         let mut l = self.ledger.lock().unwrap();

@@ -2,7 +2,7 @@
 //! records what it is told. Every test names the rule it checks.
 
 use super::*;
-use cclab_cc::CcSnapshot;
+use cclab_cc::{CcSnapshot, RttStats};
 use cclab_core::time::{MS, SEC, US};
 use std::sync::{Arc, Mutex};
 
@@ -37,7 +37,11 @@ struct Shared {
     cwnd: u64,
     pacing: Option<f64>,
     slow_start: bool,
+    /// What `min_tso_segs` answers: Some for a controller that models a Linux module.
+    min_tso_segs: Option<u64>,
     heard: Vec<Heard>,
+    /// When `on_init` ran and the RTT state it was given.
+    init: Option<(Time, RttStats)>,
 }
 
 struct Recorder(Arc<Mutex<Shared>>);
@@ -45,6 +49,9 @@ struct Recorder(Arc<Mutex<Shared>>);
 impl CongestionControl for Recorder {
     fn name(&self) -> &'static str {
         "recorder"
+    }
+    fn on_init(&mut self, now: Time, rtt: &RttStats, _ctx: &mut CcContext) {
+        self.0.lock().unwrap().init = Some((now, *rtt));
     }
     fn on_ack(&mut self, ev: &AckEvent, _ctx: &mut CcContext) {
         self.0.lock().unwrap().heard.push(Heard::Ack {
@@ -85,6 +92,9 @@ impl CongestionControl for Recorder {
     fn in_slow_start(&self) -> bool {
         self.0.lock().unwrap().slow_start
     }
+    fn min_tso_segs(&self) -> Option<u64> {
+        self.0.lock().unwrap().min_tso_segs
+    }
     fn snapshot(&self) -> CcSnapshot {
         CcSnapshot::default()
     }
@@ -106,7 +116,9 @@ impl Harness {
             cwnd: cwnd_pkts.saturating_mul(MSS),
             pacing: None,
             slow_start: false,
+            min_tso_segs: None,
             heard: Vec::new(),
+            init: None,
         }));
         let mut s = Sender::new(SenderConfig { mss: MSS, ..cfg }, Box::new(Recorder(cc.clone())), Rng::new(1));
         s.start(0);
@@ -507,6 +519,44 @@ fn windowed_controllers_are_paced_at_linux_ratios_when_asked() {
 }
 
 #[test]
+fn a_paced_linux_module_sends_tcp_tso_autosize_bursts() {
+    // tcp_tso_autosize (net/ipv4/tcp_output.c): "bytes = sk->sk_pacing_rate >>
+    // sk->sk_pacing_shift" (10: ~1 ms), "r = tcp_min_rtt(tcp_sk(sk)) >> tcp_tso_rtt_log" (9),
+    // "if (r < BITS_PER_TYPE(sk->sk_gso_max_size)) bytes += sk->sk_gso_max_size >> r", "bytes =
+    // min(bytes, sk->sk_gso_max_size)", "return max(bytes / mss_now, min_tso_segs)"; the skb
+    // leaves whole at its EDT and the next waits its length at the rate
+    // (tcp_update_skb_after_send).
+    let rate = (10 * MSS * 1024) as f64; // 10 segments a pacing shift
+    let burst = |cfg: SenderConfig, min_tso_segs: Option<u64>| {
+        let mut h = Harness::with(1000, cfg);
+        (h.cc.lock().unwrap().pacing, h.cc.lock().unwrap().min_tso_segs) = (Some(rate), min_tso_segs);
+        let n = std::iter::from_fn(|| h.s.poll_transmit(0)).count() as u64;
+        (n, h.s.next_timeout())
+    };
+    let gap = |n: u64| (n * MSS) as f64 / rate * 1e9;
+    let (n, next) = burst(SenderConfig::default(), Some(2));
+    assert_eq!(n, 10, "one skb of ~1 ms at the pacing rate");
+    assert!(next.unwrap().abs_diff(gap(10) as Time) <= 10, "then the burst's time at the rate");
+    assert_eq!(burst(SenderConfig { tso: false, ..Default::default() }, Some(2)).0, 1, "tso = false");
+    assert_eq!(burst(SenderConfig::default(), None).0, 1, "a scheme that is not kernel TCP");
+    let mut h = Harness::new(1000);
+    h.cc.lock().unwrap().min_tso_segs = Some(2);
+    assert_eq!(h.s.tso_segs(1000.0), 2, "at least min_tso_segs");
+    assert_eq!(h.s.tso_segs(1e12), 65_536 / MSS, "at most gso_max_size (64 KiB)");
+    // Close peers get bigger bursts: min_rtt 1.5 ms is 1500 >> 9 = 2, so 64 KiB >> 2 more.
+    h.send(0, 1);
+    h.ack(3 * MS / 2, &[(0, 1)]);
+    assert_eq!(h.s.rtt().min, 3 * MS / 2);
+    assert_eq!(h.s.tso_segs(rate), (10 * MSS + 16_384) / MSS);
+    // From min_rtt ≥ 17 × 512 µs the allowance is 0 (a 20 ms path: tso_segs from the rate alone).
+    let mut far = Harness::new(1000);
+    far.cc.lock().unwrap().min_tso_segs = Some(2);
+    far.send(0, 1);
+    far.ack(20 * MS, &[(0, 1)]);
+    assert_eq!(far.s.tso_segs(rate), 10);
+}
+
+#[test]
 fn never_pace_ignores_the_controllers_rate() {
     let mut h = Harness::with(100, SenderConfig { never_pace: true, ..Default::default() });
     h.cc.lock().unwrap().pacing = Some(1000.0);
@@ -705,4 +755,86 @@ fn undo_off_keeps_the_timeouts_reduction() {
     // The timeout's retransmissions still go out.
     let p = h.s.poll_transmit(450 * MS).unwrap();
     assert!(p.retransmission && p.offset == 2 * MSS, "{p:?}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The opening handshake ([transport] handshake).
+
+/// A sender that called connect() at `t0` with a 10-packet window, not yet started.
+fn connecting(t0: Time) -> Harness {
+    let mut h = Harness::new(10);
+    let cc = h.cc.clone();
+    cc.lock().unwrap().init = None;
+    h.s = Sender::new(SenderConfig { mss: MSS, ..SenderConfig::default() }, Box::new(Recorder(cc)), Rng::new(1));
+    h.s.connect(t0);
+    h
+}
+
+#[test]
+fn the_syn_ack_sample_seeds_srtt_the_rto_and_min_rtt_before_the_controller_starts() {
+    // tcp_rcv_synsent_state_process → tcp_ack → tcp_ack_update_rtt (tcp_update_rtt_min,
+    // tcp_rtt_estimator, tcp_set_rto), then tcp_finish_connect → tcp_init_transfer →
+    // tcp_init_congestion_control: the controller's init sees the handshake's sample.
+    let mut h = connecting(100 * MS);
+    assert_eq!(h.s.poll_syn(100 * MS), Some(100 * MS), "the SYN leaves at connect()");
+    assert_eq!(h.s.poll_syn(100 * MS), None, "one SYN, not a burst");
+    assert!(h.s.poll_transmit(100 * MS).is_none(), "no data in SYN_SENT");
+    assert!(h.cc.lock().unwrap().init.is_none(), "the controller starts on the SYN-ACK, not before");
+    assert_eq!(h.s.next_timeout(), Some(1100 * MS), "TCP_TIMEOUT_INIT guards the SYN");
+    h.s.on_syn_ack(130 * MS, 100 * MS);
+    let (at, rtt) = h.cc.lock().unwrap().init.expect("init ran");
+    assert_eq!(at, 130 * MS);
+    assert!(rtt.has_sample);
+    assert_eq!((rtt.latest, rtt.smoothed, rtt.min), (30 * MS, 30 * MS, 30 * MS));
+    // tcp_rtt_estimator's first sample, then tcp_set_rto: srtt + max(2·rtt, rto_min).
+    let p = h.s.poll_transmit(130 * MS).expect("data flow once the connection is open");
+    assert_eq!((p.id, p.offset), (0, 0));
+    assert_eq!(h.s.next_timeout(), Some(130 * MS + 230 * MS), "the first RTO is 230 ms, not 1 s");
+    // A second SYN-ACK (the answer to a SYN sent again) is a duplicate: nothing changes.
+    h.s.on_syn_ack(140 * MS, 0);
+    assert_eq!(h.s.rtt().smoothed, 30 * MS);
+}
+
+#[test]
+fn an_unanswered_syn_is_sent_again_after_one_second_then_two() {
+    // tcp_retransmit_timer in SYN_SENT: icsk_rto starts at TCP_TIMEOUT_INIT (1 s) and doubles.
+    // With timestamps the SYN-ACK of the retransmitted SYN is still timed, from its echo
+    // (tcp_ack_update_rtt: "seq_rtt_us = ca_rtt_us = tcp_rtt_tsopt_us(tp)").
+    let mut h = connecting(0);
+    h.s.poll_syn(0).expect("first SYN");
+    h.s.on_timeout(SEC - 1);
+    assert_eq!(h.s.poll_syn(SEC - 1), None, "not a nanosecond early");
+    h.s.on_timeout(SEC);
+    assert_eq!(h.s.poll_syn(SEC), Some(SEC));
+    assert_eq!(h.s.stats.syn_retransmissions, 1);
+    assert_eq!(h.s.next_timeout(), Some(3 * SEC), "the second SYN waits 2 s");
+    h.s.on_syn_ack(SEC + 40 * MS, SEC);
+    assert_eq!(h.s.rtt().smoothed, 40 * MS, "timed from the SYN the SYN-ACK echoes");
+    assert!(h.s.poll_transmit(SEC + 40 * MS).is_some());
+}
+
+#[test]
+fn connect_gives_up_after_six_syn_retransmissions() {
+    // tcp_syn_retries = 6 (TCP_SYN_RETRIES): SYNs at 0, 1, 3, 7, 15, 31 and 63 s; at 127 s
+    // connect() fails with ETIMEDOUT and the flow never sends.
+    let mut h = connecting(0);
+    let mut sent = Vec::new();
+    while let Some(t) = h.s.next_timeout() {
+        h.s.on_timeout(t);
+        if let Some(syn) = h.s.poll_syn(t) {
+            sent.push(syn / SEC);
+        }
+    }
+    assert_eq!(sent, vec![0, 1, 3, 7, 15, 31, 63]);
+    assert!(h.s.is_connecting() && h.s.poll_transmit(200 * SEC).is_none());
+}
+
+#[test]
+fn stopping_while_connecting_cancels_the_handshake() {
+    let mut h = connecting(0);
+    h.s.poll_syn(0);
+    h.s.stop();
+    assert_eq!(h.s.next_timeout(), None);
+    h.s.on_syn_ack(30 * MS, 0);
+    assert!(h.s.poll_transmit(30 * MS).is_none(), "a stopped flow does not start on a late SYN-ACK");
 }
