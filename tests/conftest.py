@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -14,6 +15,12 @@ import pytest
 from cclab.cli import main
 
 REPO = Path(__file__).resolve().parent.parent
+
+# A shell without job control starts background jobs (`make test &`, `nohup ... &`) with SIGINT
+# ignored, and Python then keeps it ignored: the Ctrl-C tests would hang (in-process) or fail
+# (children inherit the ignore). They test cclab's handling of Ctrl-C, so give it back.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 SCENARIOS = REPO / "scenarios"
 
 #: A small valid scenario: 3 Cubic flows on a 12 Mbit/s, 20 ms RTT, 1-BDP link for 3 s.
