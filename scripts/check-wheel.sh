@@ -25,7 +25,9 @@ fi
 
 cd "$work"
 start=$EPOCHREALTIME
-pip install --quiet --disable-pip-version-check "$wheel"
+# The README's command: --no-compile, so pip does not byte-compile every module of every
+# dependency (pandas' 1,143 test files among them); Python compiles what cclab imports on first use.
+pip install --quiet --disable-pip-version-check --no-compile "$wheel"
 installed=$EPOCHREALTIME
 cclab run pantheon-1flow --out "$work/run" >"$work/run.log"
 finished=$EPOCHREALTIME
