@@ -224,11 +224,14 @@ pub(crate) struct Bundle {
     feedback_delay: u64,
     /// Per flow: whether it belongs to the bundle (other traffic bypasses both boxes).
     bundled: Vec<bool>,
+    /// When the inbox was last served: it is next due 1 ns later at the earliest, as in the
+    /// simulator, so a discipline that holds packets back cannot make `advance` spin.
+    polled: Option<u64>,
 }
 
 impl Bundle {
     pub fn new(inbox: Inbox<Pkt>, bundled: Vec<bool>, feedback_delay: u64) -> Bundle {
-        Bundle { inbox, outbox: Outbox::default(), feedback: VecDeque::new(), feedback_delay, bundled }
+        Bundle { inbox, outbox: Outbox::default(), feedback: VecDeque::new(), feedback_delay, bundled, polled: None }
     }
 
     #[inline]
@@ -507,6 +510,7 @@ impl<'a> Path<'a> {
     /// tokens release, which enter the bottleneck at `t`.
     fn poll_inbox(&mut self, t: u64) {
         let Some(b) = self.cfg.bundle.as_mut() else { return };
+        b.polled = Some(t);
         let mut departures = std::mem::take(&mut self.departures);
         let mut dropped = std::mem::take(&mut self.dropped);
         b.inbox.poll(t, &|p: &Pkt| p.hash, &mut |p| departures.push(p), &mut |victim| dropped.push(victim));
@@ -588,7 +592,8 @@ impl<'a> Path<'a> {
             consider(self.access[i].as_ref().and_then(|l| l.next_due()), Stage::Access(i));
         }
         if let Some(b) = &self.cfg.bundle {
-            consider(b.inbox.next_event(), Stage::Inbox);
+            let due = b.inbox.next_event().map(|t| b.polled.map_or(t, |p| t.max(p + 1)));
+            consider(due, Stage::Inbox);
             consider(b.feedback.front().map(|f| f.0), Stage::Feedback);
         }
         consider(self.cfg.link.as_ref().and_then(|l| l.next_event()), Stage::Link);
