@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
 
+import matplotlib.pyplot as plt
 import pandas as pd
 import pytest
 
@@ -13,6 +15,7 @@ from cclab import reproduce
 from cclab.archive_index import runs
 from cclab.data import package_data
 from cclab.report import write_report
+from cclab.report.figures import run_figure
 from cclab.report.loading import load_run
 
 REPO = Path(__file__).resolve().parent.parent
@@ -90,13 +93,19 @@ def test_bad_request_keys_name_the_field() -> None:
         cclab.validate(bad)
 
 
-def test_reproduce_bundler_on_a_short_scenario(tmp_path) -> None:
-    # The repository's scenario, shortened: 2,000 requests on the same path.
+def _short_bundler(tmp_path: Path, requests: int, duration: str) -> Path:
+    """The repository's scenario, shortened to `requests` requests on the same path."""
     scenarios = tmp_path / "scenarios"
     scenarios.mkdir()
     text = (REPO / "scenarios" / "repro" / "bundler.toml").read_text()
-    text = text.replace('duration = "215s"', 'duration = "6s"').replace("100000", "2000")
-    (scenarios / "bundler.toml").write_text(text)
+    text = text.replace('duration = "215s"', f'duration = "{duration}"')
+    (scenarios / "bundler.toml").write_text(text.replace("100000", str(requests)))
+    return scenarios
+
+
+def test_reproduce_bundler_on_a_short_scenario(tmp_path) -> None:
+    # 2,000 requests (4 s of arrivals, 2 s to drain): all six configurations in ~4 s.
+    scenarios = _short_bundler(tmp_path, 2000, "6s")
     rep = reproduce.bundler(seeds=1, out=tmp_path / "out", workers=1, scenario_dir=scenarios)
     table = rep.table.set_index("configuration")
     assert {"status-quo", "bundler", "fifo-at-inbox"} <= set(table.index)
@@ -106,21 +115,74 @@ def test_reproduce_bundler_on_a_short_scenario(tmp_path) -> None:
         assert row["slowdown_median"] >= 1.0 and row["completed_pct"] > 90
     saved = pd.read_csv(tmp_path / "out" / "bundler.csv")
     assert list(saved["configuration"]) == list(rep.table["configuration"])
-    # The report of the experiment draws the FCT CDFs and the middlebox over time.
+    # The main comparison's findings already hold at this size (measured: 3.15, 1.35, 1.02,
+    # 2.57), except FIFO at the inbox vs the status quo: with 4 s of arrivals the status quo's
+    # drop-tail queue has not yet grown to its standing size (the --quick test checks that
+    # one). FIFO at the inbox is still well behind SFQ there: the scheduler is what helps.
+    median = table["slowdown_median"]
+    assert median["bundler"] <= 0.8 * median["status-quo"], median
+    assert median["in-network"] <= median["bundler"], median
+    assert median["fifo-at-inbox"] >= 1.5 * median["bundler"], median
+
+
+def test_bundler_report_draws_fct_and_middlebox(tmp_path) -> None:
+    # The report of the experiment draws the FCT CDFs and the middlebox over time; two
+    # configurations of 500 requests keep its figures (drawn three times each) cheap.
+    scenarios = _short_bundler(tmp_path, 500, "2s")
+    reproduce.bundler(
+        seeds=1,
+        out=tmp_path / "out",
+        workers=1,
+        scenario_dir=scenarios,
+        schemes=["status-quo", "bundler"],
+    )
     page = write_report(tmp_path / "out", figures_dir=tmp_path / "figs")
     html = page.read_text()
     assert 'data-figure="fct-cdf"' in html and 'data-figure="middlebox-time"' in html
     assert (tmp_path / "figs" / "fct-cdf.png").stat().st_size > 0
+    # The run's 200 connections are drawn as one line, not 200 lines and legend entries.
+    run = load_run(next((tmp_path / "out").glob("**/bundler-r0")))
+    figure = run_figure(run)
+    throughput, delay = (ax.get_legend_handles_labels()[1] for ax in figure.figure.axes[:2])
+    assert throughput[1:] == ["all 200 flows"] and delay == ["all 200 flows"], figure
+    plt.close(figure.figure)
 
 
 def test_quick_bundler_reproduction_holds_qualitatively(tmp_path) -> None:
     """`cclab reproduce bundler --quick`, as CI runs it, against issue 11's targets: Bundler
-    (Copa + SFQ at the inbox) cuts the status quo's median slowdown by at least 20%, and
-    in-network SFQ is at least as good as Bundler (2% slack: one seed of a random workload)."""
+    (Copa + SFQ at the inbox) cuts the status quo's median slowdown by at least 20%,
+    in-network SFQ is at least as good as Bundler (2% slack: one seed of a random workload),
+    and FIFO at the inbox is worse than the status quo (measured 3.33 vs 2.66)."""
     rep = reproduce.bundler(quick=True, out=tmp_path / "out")
     table = rep.table.set_index("configuration")["slowdown_median"]
     assert table["bundler"] <= 0.8 * table["status-quo"], table
     assert table["in-network"] <= table["bundler"] * 1.02, table
+    assert table["fifo-at-inbox"] > table["status-quo"], table
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or not Path("/dev/net/tun").exists(),
+    reason="the emulator needs root and /dev/net/tun",
+)
+def test_reproduce_bundler_on_the_emulator_with_kernel_cubic(tmp_path) -> None:
+    """`--engine emu`: the end hosts are Linux's Cubic and the inbox is a stage of the emulated
+    path. Two configurations of 2,000 requests (6 s each, in real time); Bundler's cut holds
+    at this size in the simulator (3.15 -> 1.35) and, measured, on the emulator."""
+    scenarios = _short_bundler(tmp_path, 2000, "6s")
+    rep = reproduce.bundler(
+        seeds=1,
+        engine="emu",
+        out=tmp_path / "out",
+        scenario_dir=scenarios,
+        schemes=["status-quo", "bundler"],
+    )
+    median = rep.table.set_index("configuration")["slowdown_median"]
+    assert median["bundler"] <= 0.8 * median["status-quo"], median
+    run = load_run(next((tmp_path / "out").glob("**/bundler-r0")))
+    assert run.meta["engine"] == "emu"
+    assert "kernel:cubic" in (run.path / "scenario.toml").read_text()
+    # The inbox's control loop sampled every 10 ms of the 6 s.
+    assert run.middlebox is not None and len(run.middlebox) >= 590, run.middlebox
 
 
 def test_reproduce_finds_the_shipped_scenarios() -> None:

@@ -99,6 +99,14 @@ FIFO = "droptail"
 #: and one seed, so that all six configurations run in CI in under two minutes.
 QUICK_REQUESTS = 20_000
 QUICK_DURATION = "45s"
+#: `--engine emu`: the end hosts are Linux's Cubic (kernel TCP, as the paper's real stacks), and
+#: the main comparison runs (the inbox-controller rows, B9, only when named). The emulator runs
+#: in real time, one run at a time, so its `--quick` is 10,000 requests (20 s, plus 5 s to
+#: drain): four configurations in under two minutes.
+EMU_END_HOSTS = "kernel:cubic"
+EMU_CONFIGURATIONS = ("status-quo", "bundler", "in-network", "fifo-at-inbox")
+QUICK_EMU_REQUESTS = 10_000
+QUICK_EMU_DURATION = "25s"
 #: The fig7 config's seeds (reproduction-targets §1.2).
 BUNDLER_SEEDS = [0, 17, 26, 28, 41, 62, 67, 68, 88, 99]
 
@@ -597,7 +605,9 @@ def bundler(
     Bundler (Copa at the inbox, SFQ scheduling its queue), SFQ at the bottleneck
     ("in-network"), Bundler with FIFO at the inbox, and Bundler with Nimbus or BBR as the
     inbox's controller (B9), on `scenarios/repro/bundler.toml`,
-    `seeds` seeds each (default: the paper's 10; `quick`: 1 seed of 20,000 requests). Writes
+    `seeds` seeds each (default: the paper's 10; `quick`: 1 seed of 20,000 requests). With
+    `engine="emu"` the end hosts are kernel Cubic and the main comparison runs (B9 only when
+    named in `schemes`; `quick`: 10,000 requests). Writes
     the experiment directory with `bundler.{csv,txt}` (one row per configuration, the median
     and p99 slowdown beside the published ones) and `bundler-runs.csv`. `schemes` picks
     configurations by name."""
@@ -630,9 +640,18 @@ def bundler(
                 f"unknown configuration {', '.join(unknown)}; known: {', '.join(configurations)}"
             )
         configurations = {k: v for k, v in configurations.items() if k in schemes}
+    elif engine == "emu":
+        configurations = {k: v for k, v in configurations.items() if k in EMU_CONFIGURATIONS}
     shape: dict[str, Any] = {}
-    if quick:
+    if quick and engine == "emu":
+        shape = {
+            "duration": QUICK_EMU_DURATION,
+            "flows__0__requests__max_requests": QUICK_EMU_REQUESTS,
+        }
+    elif quick:
         shape = {"duration": QUICK_DURATION, "flows__0__requests__max_requests": QUICK_REQUESTS}
+    if engine == "emu":
+        shape["flows__0__scheme"] = EMU_END_HOSTS
     specs = [
         RunSpec(
             name=f"{name}-r{seed}",
@@ -657,7 +676,7 @@ def bundler(
     }
 
     def analyse(batch: BatchResult, results: list[dict[str, Any]]) -> _Analysis:
-        return _bundler_analysis(batch, plan, schedulers, notes, quick)
+        return _bundler_analysis(batch, plan, schedulers, notes, quick, engine)
 
     return _reproduce(plan, analyse, out=out, workers=workers, progress=progress, command=command)
 
@@ -668,6 +687,7 @@ def _bundler_analysis(
     schedulers: dict[str, tuple[str, str, str]],
     notes: list[str],
     quick: bool,
+    engine: str = "sim",
 ) -> _Analysis:
     per_run = []
     for outcome in batch.in_plan_order(plan):
@@ -737,10 +757,14 @@ def _bundler_analysis(
             f"Bundler vs status quo: median slowdown {change} "
             "(paper: 28% lower; target of issue 11: at least 20% lower)"
         )
+    hosts = (
+        "Linux's Cubic (kernel TCP in the emulator's namespaces, in real time)"
+        if engine == "emu"
+        else "cclab's Cubic over its own transport (it restarts a connection's window after an "
+        "idle RTO as Linux does, but has no kernel socket buffers)"
+    )
     notes.append(
-        "known differences: the end hosts are cclab's Cubic over its own transport (it "
-        "restarts a connection's window after an idle RTO as Linux does, but has no kernel "
-        "socket buffers); the "
+        f"known differences: the end hosts are {hosts}; the "
         "status-quo bottleneck is drop-tail 1,200 packets (the paper's fig7 config used "
         "mahimahi CoDel on the downlink); the inbox's Copa is a rate-form reimplementation "
         "(crates/engine/src/middlebox/), not CCP's"
@@ -760,9 +784,9 @@ def _bundler_analysis(
             "turns into a rate, which may overfill the bottleneck where ours does not"
         )
     if quick:
+        n = QUICK_EMU_REQUESTS if engine == "emu" else QUICK_REQUESTS
         notes.append(
-            f"--quick: {QUICK_REQUESTS:,} requests per run and one seed; the tail (p99) "
-            "is noisy at this size"
+            f"--quick: {n:,} requests per run and one seed; the tail (p99) is noisy at this size"
         )
     return _Analysis(
         table=table, files=[f.name for f in files], notes=notes, details={"runs": runs}

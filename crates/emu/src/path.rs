@@ -1,10 +1,13 @@
 //! One direction of the emulated path, run in real time by one dedicated thread.
 //!
-//! Data direction: sender's TUN → per-flow access delay (half the flow's extra RTT) → i.i.d.
+//! Data direction: sender's TUN → per-flow access delay (half the flow's extra RTT) → Bundler's
+//! inbox for the flows of a `[middlebox]` bundle (`cclab_engine::middlebox`) → i.i.d.
 //! loss → the bottleneck (queue discipline + constant/Poisson/trace delivery) → propagation
 //! delay (and jitter) → receiver's TUN. ACK direction: receiver's TUN → per-flow delay (reverse
 //! delay + the other half of the extra RTT) → the reverse bottleneck when the link has a
-//! reverse trace → sender's TUN. The stages are `cclab_engine`'s, the same
+//! reverse trace → sender's TUN. The outbox sits where data packets reach the receiver's TUN;
+//! its feedback goes back to the inbox after the reverse delay, out of band (inside this
+//! thread, as the simulator carries it). The stages are `cclab_engine`'s, the same
 //! objects the simulator drives; this file is their real-time clock.
 //!
 //! Time: every stage is computed in model time — a packet leaves a delay line exactly `delay`
@@ -26,7 +29,9 @@ use crate::timing::{self, Plan, WakeLatency};
 use crate::tun::{Tun, VnetHdr, VNET_HDR_LEN};
 use cclab_core::record::{Fate, PacketKind, PacketRecord, NEVER};
 use cclab_engine::bottleneck::Bottleneck;
+use cclab_engine::middlebox::{boundary_hash, Feedback, Inbox, MiddleboxRow, Outbox};
 use cclab_engine::stage::{DelayLine, Loss, WirePacket};
+use std::collections::VecDeque;
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
@@ -150,6 +155,8 @@ pub(crate) struct Pkt {
     retx: bool,
     /// TCP's sequence field as the record carries it (PacketRecord::seq).
     seq: u32,
+    /// Bundler's boundary hash of the packet's destination port and IP ID (`middlebox`).
+    hash: u32,
 }
 
 impl WirePacket for Pkt {
@@ -167,6 +174,10 @@ impl WirePacket for Pkt {
 #[derive(Clone, Copy, Debug)]
 enum Stage {
     Access(usize),
+    /// The inbox's token bucket or control loop.
+    Inbox,
+    /// The oldest feedback on its way from the outbox reaches the inbox.
+    Feedback,
     Link,
     Prop,
 }
@@ -199,6 +210,34 @@ pub(crate) struct PathConfig {
     /// When this direction's packets are at the senders' device, where `--pcap` captures
     /// them (`capture`): data when read from it, ACKs when written to it.
     pub capture_at: CaptureAt,
+    /// Bundler's middlebox on this (data) direction, when the scenario has one.
+    pub bundle: Option<Bundle>,
+}
+
+/// Bundler's middlebox as stages of the data direction: the inbox before the bottleneck, the
+/// outbox where packets reach the receiver's device, and the outbox's feedback on its way back
+/// (a constant delay, so due times stay in order). The boxes' logic is the simulator's.
+pub(crate) struct Bundle {
+    inbox: Inbox<Pkt>,
+    outbox: Outbox,
+    feedback: VecDeque<(u64, Feedback)>,
+    feedback_delay: u64,
+    /// Per flow: whether it belongs to the bundle (other traffic bypasses both boxes).
+    bundled: Vec<bool>,
+    /// When the inbox was last served: it is next due 1 ns later at the earliest, as in the
+    /// simulator, so a discipline that holds packets back cannot make `advance` spin.
+    polled: Option<u64>,
+}
+
+impl Bundle {
+    pub fn new(inbox: Inbox<Pkt>, bundled: Vec<bool>, feedback_delay: u64) -> Bundle {
+        Bundle { inbox, outbox: Outbox::default(), feedback: VecDeque::new(), feedback_delay, bundled, polled: None }
+    }
+
+    #[inline]
+    fn carries(&self, p: &Pkt) -> bool {
+        self.bundled.get(p.flow as usize).copied().unwrap_or(false)
+    }
 }
 
 /// Which of a direction's device operations happens at the senders' device.
@@ -240,6 +279,8 @@ pub struct PathStats {
     pub early_writes: u64,
     /// Whether the thread got the real-time priority it asked for.
     pub realtime: bool,
+    /// The middlebox's samples (`middlebox` table), on the direction that has one.
+    pub middlebox: Vec<MiddleboxRow>,
     /// Writes that carried several segments merged (GRO-like), and the segments they carried.
     pub merged_writes: u64,
     pub merged_packets: u64,
@@ -404,6 +445,7 @@ impl<'a> Path<'a> {
         for k in 0..n {
             let slot = self.pool.alloc();
             let io_len = write_segment(&vnet, &info, pkt, k, n, self.pool.slot(slot));
+            let hash = wire_hash(&self.pool.slot_ref(slot)[VNET_HDR_LEN..io_len], info.ihl);
             // A data segment's own sequence number; an ACK's acknowledgment number.
             let (retx, seq) = match (transport, self.cfg.kind) {
                 (Some(Transport::Tcp), PacketKind::Data) => {
@@ -431,6 +473,7 @@ impl<'a> Path<'a> {
                 io_len: io_len as u16,
                 retx,
                 seq,
+                hash,
             };
             self.capture(CaptureAt::Read, now, &p);
             let line = if flow == UNCLASSIFIED { self.cfg.flows.len() } else { flow as usize };
@@ -463,6 +506,47 @@ impl<'a> Path<'a> {
         }
     }
 
+    /// Serves the inbox at model time `t`: its control loop if due, and every packet its
+    /// tokens release, which enter the bottleneck at `t`.
+    fn poll_inbox(&mut self, t: u64) {
+        let Some(b) = self.cfg.bundle.as_mut() else { return };
+        b.polled = Some(t);
+        let mut departures = std::mem::take(&mut self.departures);
+        let mut dropped = std::mem::take(&mut self.dropped);
+        b.inbox.poll(t, &|p: &Pkt| p.hash, &mut |p| departures.push(p), &mut |victim| dropped.push(victim));
+        self.finish_dropped(dropped);
+        for p in departures.drain(..) {
+            self.enter_link(t, p);
+        }
+        self.departures = departures;
+    }
+
+    /// A packet reaches the receiver's side at model time `t` (a bundled flow's, SYNs too, as
+    /// the inbox saw them on the way in): the outbox counts it and
+    /// answers an epoch boundary with feedback.
+    #[inline]
+    fn outbox(&mut self, t: u64, p: &Pkt) {
+        if let Some(b) = self.cfg.bundle.as_mut().filter(|b| b.carries(p)) {
+            let epoch = b.inbox.epoch();
+            if let Some(fb) = b.outbox.on_packet(t, p.hash, p.wire as u64, epoch) {
+                b.feedback.push_back((t + b.feedback_delay, fb));
+            }
+        }
+    }
+
+    /// Loss, then the bottleneck, at model time `t`.
+    fn enter_link(&mut self, t: u64, mut p: Pkt) {
+        if self.cfg.loss.drops() {
+            self.finish(p, NEVER, Fate::DropLoss);
+            return;
+        }
+        p.enq = t;
+        let link = self.cfg.link.as_mut().expect("only with a bottleneck");
+        let mut dropped = std::mem::take(&mut self.dropped);
+        link.enqueue(t, p, &mut |victim| dropped.push(victim));
+        self.finish_dropped(dropped);
+    }
+
     fn next_stage(&self) -> Next {
         if self.cfg.link.is_some() {
             Next::Bottleneck
@@ -474,19 +558,17 @@ impl<'a> Path<'a> {
     }
 
     /// A packet that finished its access delay at model time `t`.
-    fn after_access(&mut self, t: u64, mut p: Pkt) {
+    fn after_access(&mut self, t: u64, p: Pkt) {
         match self.next_stage() {
-            Next::Bottleneck => {
-                if self.cfg.loss.drops() {
-                    self.finish(p, NEVER, Fate::DropLoss);
-                    return;
+            Next::Bottleneck => match self.cfg.bundle.as_mut().filter(|b| b.carries(&p)) {
+                Some(b) => {
+                    let mut dropped = std::mem::take(&mut self.dropped);
+                    b.inbox.enqueue(t, p, &mut |victim| dropped.push(victim));
+                    self.finish_dropped(dropped);
+                    self.poll_inbox(t);
                 }
-                p.enq = t;
-                let link = self.cfg.link.as_mut().expect("next_stage checked");
-                let mut dropped = std::mem::take(&mut self.dropped);
-                link.enqueue(t, p, &mut |victim| dropped.push(victim));
-                self.finish_dropped(dropped);
-            }
+                None => self.enter_link(t, p),
+            },
             Next::Prop => {
                 self.prop.push(t, p);
             }
@@ -508,6 +590,11 @@ impl<'a> Path<'a> {
         };
         for &i in &self.busy_access {
             consider(self.access[i].as_ref().and_then(|l| l.next_due()), Stage::Access(i));
+        }
+        if let Some(b) = &self.cfg.bundle {
+            let due = b.inbox.next_event().map(|t| b.polled.map_or(t, |p| t.max(p + 1)));
+            consider(due, Stage::Inbox);
+            consider(b.feedback.front().map(|f| f.0), Stage::Feedback);
         }
         consider(self.cfg.link.as_ref().and_then(|l| l.next_event()), Stage::Link);
         consider(self.prop.next_due(), Stage::Prop);
@@ -533,6 +620,12 @@ impl<'a> Path<'a> {
                         self.busy_access.retain(|&x| x != i);
                     }
                     self.after_access(t, p);
+                }
+                Stage::Inbox => self.poll_inbox(t),
+                Stage::Feedback => {
+                    let b = self.cfg.bundle.as_mut().expect("feedback event");
+                    let (t, fb) = b.feedback.pop_front().expect("head exists");
+                    b.inbox.on_feedback(t, fb);
                 }
                 Stage::Link => {
                     let link = self.cfg.link.as_mut().expect("link event");
@@ -570,6 +663,8 @@ impl<'a> Path<'a> {
     /// a train of segments that leave together in one GSO write (flushed when the next packet
     /// cannot join it, and at the end of every `advance`).
     fn write_out(&mut self, due: u64, p: Pkt) {
+        // The outbox sees the packet where it reaches the receiver, at its model time.
+        self.outbox(due, &p);
         let tcp =
             self.cfg.merge && self.cfg.flows.transports.get(p.flow as usize).is_some_and(|t| *t == Transport::Tcp);
         let m = if tcp { mergeable(&self.pool.slot_ref(p.slot)[VNET_HDR_LEN..p.io_len as usize]) } else { None };
@@ -696,6 +791,10 @@ impl<'a> Path<'a> {
         for l in self.access.iter_mut().flatten() {
             left.extend(l.drain());
         }
+        if let Some(b) = &mut self.cfg.bundle {
+            b.inbox.drain(&mut |p| left.push(p));
+            self.stats.middlebox = b.inbox.take_rows();
+        }
         if let Some(link) = &mut self.cfg.link {
             link.drain(&mut |p| left.push(p));
         }
@@ -704,6 +803,17 @@ impl<'a> Path<'a> {
             self.finish(p, NEVER, Fate::InFlight);
         }
     }
+}
+
+/// Bundler's boundary hash of an IPv4 packet (`ip`, header length `ihl`): its destination
+/// port (0 for protocols without one) and IP ID, as both boxes read them off the wire.
+fn wire_hash(ip: &[u8], ihl: usize) -> u32 {
+    let be16 = |i: usize| ip.get(i..i + 2).map_or(0, |b| u16::from_be_bytes([b[0], b[1]]));
+    let dport = match ip.get(9) {
+        Some(&PROTO_TCP) | Some(&PROTO_UDP) => be16(ihl + 2),
+        _ => 0,
+    };
+    boundary_hash(dport, be16(4))
 }
 
 /// What a forwarding thread reports at the end: what it cost and how it slept.

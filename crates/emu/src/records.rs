@@ -81,6 +81,11 @@ impl Collector {
         self.sinks.requests.requests = requests;
     }
 
+    /// The inbox's samples, when the run had a `[middlebox]`.
+    pub fn set_middlebox(&mut self, rows: Vec<cclab_engine::middlebox::MiddleboxRow>) {
+        self.sinks.middlebox = rows;
+    }
+
     /// The run's results; the emulator's "events" are the records it collected.
     pub fn finish(self, plan: &PathPlan, wall_secs: f64) -> RunOutput {
         self.sinks.finish(plan, self.records, wall_secs)

@@ -11,7 +11,9 @@ use crate::capacity::{self, Capacity};
 use crate::capture::{CaptureFile, SharedTap};
 use crate::endpoint::{AppBytes, Stop};
 use crate::netns::DevCounters;
-use crate::path::{run_paths, CaptureAt, FlowTable, Path, PathConfig, PathStats, ThreadConfig, ThreadStats, Transport};
+use crate::path::{
+    run_paths, Bundle, CaptureAt, FlowTable, Path, PathConfig, PathStats, ThreadConfig, ThreadStats, Transport,
+};
 use crate::process::Program;
 use crate::records::{Collector, Msg};
 use crate::scheme::{self, EmuScheme};
@@ -434,6 +436,10 @@ pub fn run(
                 prop: path.prop_line(),
                 merge: opts.receive_offload,
                 capture_at: CaptureAt::Read,
+                // The outbox's feedback returns over the reverse path's delay, as in the simulator.
+                bundle: path.inbox().map(|inbox| {
+                    Bundle::new(inbox, path.flows.iter().map(|f| f.bundled).collect(), path.reverse_delay)
+                }),
             },
             &topo.sender_tun,
             &topo.receiver_tun,
@@ -458,6 +464,7 @@ pub fn run(
                 // from kernel TCP.
                 merge: false,
                 capture_at: CaptureAt::Write,
+                bundle: None,
             },
             &topo.receiver_tun,
             &topo.sender_tun,
@@ -653,8 +660,9 @@ pub fn run(
     }
     let run_ns = clock.now();
     let process_cpu_ns = sys::process_cpu_ns().saturating_sub(cpu_start);
-    let (forward, reverse, threads, request_logs) = outcome?;
+    let (mut forward, reverse, threads, request_logs) = outcome?;
     collector.set_requests(requests::merge(request_logs));
+    collector.set_middlebox(std::mem::take(&mut forward.middlebox));
     if let Some(m) = late_failure {
         return Err(EmuError::Failed(m));
     }

@@ -74,9 +74,6 @@ pub fn resolve(scenario: &Scenario, src: &Source, base_dir: &Path) -> Result<Vec
     let mut out = Vec::new();
     let mut kernel_ccs: Option<Vec<String>> = None;
     let mut cclab_flows = Vec::new();
-    if scenario.middlebox.is_some() {
-        errs.push(src.error("middlebox", "the emulator has no [middlebox] stage yet; run it with --engine sim"));
-    }
     for (i, f) in scenario.flows.iter().enumerate() {
         let at = |k: &str| format!("flows[{i}].{k}");
         // Request workloads run over Linux TCP (requests.rs); cclab's UDP transport and

@@ -189,13 +189,50 @@ def _bin_width_s(run: RunData) -> float:
     return float(np.min(np.diff(t))) if len(t) > 1 else 0.5
 
 
+#: Above this many flows, a run's time-series panels draw all its flows as one (summed
+#: throughput, byte-weighted mean delay): 200 request connections as lines are unreadable, and
+#: their 200-entry legends took matplotlib minutes to lay out (a Bundler experiment's report
+#: took 270 s).
+MAX_FLOW_LINES = 12
+
+
+def _flow_count(run: RunData) -> int:
+    return int(run.timeseries["flow"].nunique())
+
+
+def _all_flows(run: RunData) -> pd.DataFrame:
+    """The run's flows as one per time bin: throughputs summed, the mean delay weighted by
+    each flow's delivered bytes, the maximum delay over flows."""
+    ts = run.timeseries
+    weight = ts["throughput_mbps"].where(ts["delay_mean_ms"].notna(), 0.0)
+    g = ts.assign(_w=weight, _wd=weight * ts["delay_mean_ms"].fillna(0.0)).groupby("t_s")
+    w = g["_w"].sum()
+    return pd.DataFrame(
+        {
+            "throughput_mbps": g["throughput_mbps"].sum(),
+            "sending_mbps": g["sending_mbps"].sum(),
+            "delay_mean_ms": (g["_wd"].sum() / w).where(w > 0),
+            "delay_max_ms": g["delay_max_ms"].max(),
+        }
+    ).reset_index()
+
+
 def _draw_throughput(ax: Axes, run: RunData) -> None:
     capacity = capacity_of(run)
     width = _bin_width_s(run)
     if capacity is not None:
         edges = np.append(capacity.t_s, capacity.t_s[-1] + width)
         ax.stairs(capacity.mbps, edges, fill=True, color="linen", ec="tan", label=capacity.label)
-    for i, (flow, rows) in enumerate(run.timeseries.groupby("flow", sort=True)):
+    if (n := _flow_count(run)) > MAX_FLOW_LINES:
+        both = _all_flows(run)
+        edges = np.append(both["t_s"].to_numpy(), both["t_s"].to_numpy()[-1] + width)
+        c = COLOURS[0]
+        ax.stairs(both["sending_mbps"].to_numpy(), edges, color=c, linestyle="--", lw=0.8)
+        ax.stairs(
+            both["throughput_mbps"].to_numpy(), edges, color=c, lw=1.4, label=f"all {n} flows"
+        )
+    groups = run.timeseries.groupby("flow", sort=True) if n <= MAX_FLOW_LINES else ()
+    for i, (flow, rows) in enumerate(groups):
         c = COLOURS[i % len(COLOURS)]
         edges = np.append(rows["t_s"].to_numpy(), rows["t_s"].to_numpy()[-1] + width)
         ax.stairs(rows["sending_mbps"].to_numpy(), edges, color=c, linestyle="--", lw=0.8)
@@ -215,7 +252,8 @@ THROUGHPUT_TIME = (
     "the run's first event. The legend gives each flow's average throughput = delivered "
     "bits / (last - first delivery of the flow). Shaded: the link's capacity per bin "
     "(constant rate, trace delivery opportunities, or the opportunities logged in an "
-    "imported log)."
+    f"imported log). A run of more than {MAX_FLOW_LINES} flows is drawn as one: the sum over "
+    "its flows per bin."
 )
 
 
@@ -255,7 +293,18 @@ def _packet_delays(run: RunData) -> pd.DataFrame | None:
 def _draw_delay(ax: Axes, run: RunData) -> None:
     width = _bin_width_s(run)
     dots = _packet_delays(run)
-    for i, (flow, rows) in enumerate(run.timeseries.groupby("flow", sort=True)):
+    if (n := _flow_count(run)) > MAX_FLOW_LINES:
+        c = COLOURS[0]
+        if dots is not None:
+            ax.scatter(
+                dots["t_s"], dots["delay_ms"], s=1, color=c, alpha=0.25, lw=0, rasterized=True
+            )
+        both = _all_flows(run)
+        t = both["t_s"].to_numpy() + width / 2
+        ax.plot(t, both["delay_mean_ms"].to_numpy(), color=c, lw=1.4, label=f"all {n} flows")
+        ax.plot(t, both["delay_max_ms"].to_numpy(), color=c, lw=0.7, alpha=0.6, ls=":")
+    groups = run.timeseries.groupby("flow", sort=True) if n <= MAX_FLOW_LINES else ()
+    for i, (flow, rows) in enumerate(groups):
         c = COLOURS[i % len(COLOURS)]
         if dots is not None:
             mine = dots[dots["flow"] == flow]
@@ -281,7 +330,9 @@ DELAY_TIME = (
     "Bins without deliveries are gaps. When the run kept its packet log, each faint dot is "
     f"one delivered packet (evenly thinned to {PACKET_DOTS:,} per panel), as in the "
     "Pantheon's delay graphs. The legend gives each flow's 95th-percentile delay (nearest "
-    "rank over all its delivered packets)."
+    "rank over all its delivered packets). A run of more than "
+    f"{MAX_FLOW_LINES} flows is drawn as one: per bin, the flows' means weighted by their "
+    "delivered bytes, and the maximum over them."
 )
 
 
