@@ -1,4 +1,5 @@
 use crate::handshake::Handshake;
+use crate::prr::Prr;
 use crate::rtt::RttEstimator;
 use crate::{AckFrame, DataPacket};
 use cclab_cc::{
@@ -41,6 +42,9 @@ pub struct SenderConfig {
     /// Send a paced flow in Linux's TSO/GSO bursts when its controller models a Linux module
     /// (`[transport] tso`; [`Sender::tso_segs`]).
     pub tso: bool,
+    /// Meter the flight down to the controller's reduced window by PRR during fast recovery
+    /// when its controller is one Linux runs PRR for (`[transport] prr`; [`crate::prr`]).
+    pub prr: bool,
 }
 
 impl Default for SenderConfig {
@@ -55,6 +59,7 @@ impl Default for SenderConfig {
             rto_max: 120 * SEC,
             undo: true,
             tso: true,
+            prr: true,
         }
     }
 }
@@ -68,11 +73,12 @@ impl SenderConfig {
             min_rto: spec.min_rto.ns(),
             pace_windowed: spec.pacing == Pacing::On,
             never_pace: spec.pacing == Pacing::Off,
-            rwnd: spec.rwnd.map_or(u64::MAX, |b| b.0),
+            rwnd: spec.rwnd.map_or(transport.default_rwnd(), |b| b.0),
             rto: transport.rto,
             rto_max: transport.rto_max.ns(),
             undo: transport.undo,
             tso: transport.tso,
+            prr: transport.prr,
         }
     }
 }
@@ -150,6 +156,10 @@ pub struct Sender {
     ca_state: CaState,
     recovery_start: Option<Time>,
     recovery_end_id: u64,
+    /// PRR's window while a fast recovery reduces the controller's (Some only in Recovery).
+    prr: Option<Prr>,
+    /// The highest cumulative ACK seen (stream bytes), to tell when it advances.
+    snd_una: u64,
     // Retransmission timer.
     rto_deadline: Option<Time>,
     loss_time: Option<Time>,
@@ -207,6 +217,8 @@ impl Sender {
             ca_state: CaState::Open,
             recovery_start: None,
             recovery_end_id: 0,
+            prr: None,
+            snd_una: 0,
             rto_deadline: None,
             loss_time: None,
             undo_end: None,
@@ -327,6 +339,7 @@ impl Sender {
         self.rto_deadline = None;
         self.loss_time = None;
         self.undo_end = None;
+        self.prr = None;
     }
 
     fn has_data(&self) -> bool {
@@ -353,12 +366,21 @@ impl Sender {
         None
     }
 
+    /// Whether the congestion window allows another packet: the controller's, or during a
+    /// PRR reduction PRR's (Linux's tcp_cwnd_test: packets in flight below snd_cwnd).
+    fn window_open(&self) -> bool {
+        match &self.prr {
+            Some(p) => self.in_flight.div_ceil(self.cfg.mss) < p.cwnd(),
+            None => self.cc.can_send(self.in_flight, self.cfg.mss),
+        }
+    }
+
     /// The next packet to send at `now`, if the window, the pacer and the data allow one.
     pub fn poll_transmit(&mut self, now: Time) -> Option<DataPacket> {
         if !self.active || !self.has_data() {
             return None;
         }
-        if !self.cc.can_send(self.in_flight, self.cfg.mss) {
+        if !self.window_open() {
             self.cwnd_blocked_round = true;
             return None;
         }
@@ -441,6 +463,9 @@ impl Sender {
             self.next_send_time = self.next_send_time.max(now) + gap;
         }
         self.last_send_time = now;
+        if let Some(p) = &mut self.prr {
+            p.on_sent();
+        }
         if self.rto_deadline.is_none() {
             self.rto_deadline = Some(now + self.rtt.rto());
         }
@@ -501,12 +526,16 @@ impl Sender {
             self.completed.push(tag);
         }
         let prior_in_flight = self.in_flight;
+        let una_advanced = ack.stream_cum > self.snd_una;
+        self.snd_una = self.snd_una.max(ack.stream_cum);
         let prior_largest = self.largest_acked;
         let floor = prior_largest.map_or(0, |l| l + 1);
         self.acked_buf.clear();
         self.lost_buf.clear();
         let mut newest: Option<(u64, Sent)> = None;
         let mut newly_acked_bytes = 0;
+        // Packets newly delivered, acked or SACKed (Linux's newly_acked_sacked).
+        let mut newly_delivered = 0;
         let mut spurious_rto = false;
         // Ids at or below the largest already acked were handled by earlier ACKs: paths are
         // FIFO, so anything below it that is still missing is lost or about to be.
@@ -535,6 +564,7 @@ impl Sender {
                 }
                 // Reference §0.4: every delivered packet counts, even one declared lost too early.
                 self.delivered += p.len as u64;
+                newly_delivered += 1;
                 self.delivered_time = now;
                 if newest.is_none_or(|(nid, n)| (p.send_time, id) > (n.send_time, nid)) {
                     newest = Some((id, p));
@@ -594,6 +624,8 @@ impl Sender {
         if self.ca_state != CaState::Open && newest_id >= self.recovery_end_id {
             self.ca_state = CaState::Open;
             self.undo_end = None;
+            // tcp_end_cwnd_reduction: the controller's window (its ssthresh) governs again.
+            self.prr = None;
             let mss = self.cfg.mss;
             self.cc.on_recovery_exit(now, &mut CcContext { mss, rng: &mut self.rng });
         }
@@ -623,6 +655,17 @@ impl Sender {
         let mss = self.cfg.mss;
         self.cc.on_ack(&ev, &mut CcContext { mss, rng: &mut self.rng });
         self.report_congestion(now, &lost, prior_in_flight);
+        if let Some(p) = &mut self.prr {
+            // tcp_cong_control → tcp_cwnd_reduction, after tcp_fastretrans_alert entered recovery.
+            let mss = self.cfg.mss;
+            p.on_ack(
+                newly_delivered,
+                !lost.is_empty(),
+                una_advanced,
+                self.in_flight.div_ceil(mss),
+                self.cc.cwnd() / mss,
+            );
+        }
         self.acked_buf = acked;
         self.lost_buf = lost;
 
@@ -680,6 +723,7 @@ impl Sender {
         }
         self.first_unresolved = self.base_id;
         self.ca_state = CaState::Open;
+        self.prr = None;
         self.recovery_start = None;
         let mss = self.cfg.mss;
         self.cc.undo_cwnd(now, &restored, &mut CcContext { mss, rng: &mut self.rng });
@@ -772,6 +816,7 @@ impl Sender {
             self.ca_state = CaState::Recovery;
         }
         self.stats.congestion_events += 1;
+        let prior_cwnd = self.cc.cwnd();
         let ev = CongestionEvent {
             now,
             largest_lost_send_time: newest_lost,
@@ -781,6 +826,10 @@ impl Sender {
         };
         let mss = self.cfg.mss;
         self.cc.on_congestion_event(&ev, &mut CcContext { mss, rng: &mut self.rng });
+        // tcp_init_cwnd_reduction (tcp_enter_recovery): prior_cwnd is the window before the cut.
+        if self.cfg.prr && self.ca_state == CaState::Recovery && self.cc.uses_prr() && prior_cwnd != u64::MAX {
+            self.prr = Some(Prr::new(prior_cwnd / mss));
+        }
     }
 
     fn pop_resolved(&mut self) {
@@ -811,7 +860,7 @@ impl Sender {
         earliest(self.loss_time);
         earliest(self.cc.next_timer());
         if self.has_data()
-            && self.cc.can_send(self.in_flight, self.cfg.mss)
+            && self.window_open()
             && self.in_flight + self.cfg.mss <= self.cfg.rwnd
             && self.pacing_rate().is_some()
         {
@@ -835,6 +884,7 @@ impl Sender {
         }
         if self.loss_time.is_some_and(|t| t <= now) {
             let prior = self.in_flight;
+            let was_open = self.ca_state == CaState::Open;
             self.lost_buf.clear();
             self.detect_losses(now);
             let lost = std::mem::take(&mut self.lost_buf);
@@ -843,6 +893,11 @@ impl Sender {
                 self.cc.on_packets_lost(now, &lost, &mut CcContext { mss, rng: &mut self.rng });
             }
             self.report_congestion(now, &lost, prior);
+            if let (true, Some(p)) = (was_open, &mut self.prr) {
+                // tcp_rack_reo_timeout: "tcp_enter_recovery(sk, false); ... tcp_cwnd_reduction(sk, 1, 0, 0)".
+                let mss = self.cfg.mss;
+                p.on_ack(1, false, false, self.in_flight.div_ceil(mss), self.cc.cwnd() / mss);
+            }
             self.lost_buf = lost;
             self.pop_resolved();
         }
@@ -880,6 +935,7 @@ impl Sender {
         self.loss_time = None;
         self.rtt.back_off();
         self.ca_state = CaState::Loss;
+        self.prr = None;
         self.recovery_start = Some(now);
         self.recovery_end_id = self.next_id;
         let ctx_mss = self.cfg.mss;

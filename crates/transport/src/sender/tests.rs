@@ -39,6 +39,9 @@ struct Shared {
     slow_start: bool,
     /// What `min_tso_segs` answers: Some for a controller that models a Linux module.
     min_tso_segs: Option<u64>,
+    /// What `uses_prr` answers, and the window a congestion event cuts to (None: no cut).
+    uses_prr: bool,
+    cut_to: Option<u64>,
     heard: Vec<Heard>,
     /// When `on_init` ran and the RTT state it was given.
     init: Option<(Time, RttStats)>,
@@ -66,7 +69,11 @@ impl CongestionControl for Recorder {
         });
     }
     fn on_congestion_event(&mut self, ev: &CongestionEvent, _ctx: &mut CcContext) {
-        self.0.lock().unwrap().heard.push(Heard::Congestion(*ev));
+        let mut sh = self.0.lock().unwrap();
+        sh.heard.push(Heard::Congestion(*ev));
+        if let Some(w) = sh.cut_to {
+            sh.cwnd = w;
+        }
     }
     fn on_rto(&mut self, now: Time, _ctx: &mut CcContext) {
         self.0.lock().unwrap().heard.push(Heard::Rto(now));
@@ -95,6 +102,9 @@ impl CongestionControl for Recorder {
     fn min_tso_segs(&self) -> Option<u64> {
         self.0.lock().unwrap().min_tso_segs
     }
+    fn uses_prr(&self) -> bool {
+        self.0.lock().unwrap().uses_prr
+    }
     fn snapshot(&self) -> CcSnapshot {
         CcSnapshot::default()
     }
@@ -117,6 +127,8 @@ impl Harness {
             pacing: None,
             slow_start: false,
             min_tso_segs: None,
+            uses_prr: false,
+            cut_to: None,
             heard: Vec::new(),
             init: None,
         }));
@@ -837,4 +849,66 @@ fn stopping_while_connecting_cancels_the_handshake() {
     assert_eq!(h.s.next_timeout(), None);
     h.s.on_syn_ack(30 * MS, 0);
     assert!(h.s.poll_transmit(30 * MS).is_none(), "a stopped flow does not start on a late SYN-ACK");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Proportional Rate Reduction ([transport] prr).
+
+/// A 10-packet window of a controller Linux runs PRR for, halved to 5 at a congestion event:
+/// ids 0–9 sent, then a SACK of 1–3 finds id 0 lost (dupthresh) and starts recovery.
+fn in_recovery(cfg: SenderConfig) -> Harness {
+    let mut h = Harness::with(10, cfg);
+    {
+        let mut sh = h.cc.lock().unwrap();
+        (sh.uses_prr, sh.cut_to) = (true, Some(5 * MSS));
+    }
+    h.send(0, 10);
+    h.ack(100 * MS, &[(1, 4)]);
+    assert_eq!(h.s.ca_state(), CaState::Recovery);
+    assert_eq!(h.s.in_flight(), 6 * MSS, "10 sent, 3 SACKed, 1 lost");
+    h
+}
+
+#[test]
+fn prr_sends_in_proportion_to_delivery_during_recovery() {
+    // tcp_cwnd_reduction (net/ipv4/tcp_input.c), RFC 6937 §3 with pipe > ssthresh: sndcnt =
+    // ceil(ssthresh · prr_delivered / prior_cwnd) − prr_out = ceil(5·3/10) − 0 = 2: the fast
+    // retransmission and one new packet leave on the ACK that starts recovery.
+    let mut h = in_recovery(SenderConfig::default());
+    let p = h.s.poll_transmit(100 * MS).expect("the fast retransmission");
+    assert!(p.retransmission && p.offset == 0);
+    let p = h.s.poll_transmit(100 * MS).expect("one new packet");
+    assert!(!p.retransmission && p.id == 11);
+    assert!(h.s.poll_transmit(100 * MS).is_none(), "PRR's quota is spent");
+    // Two more delivered: ceil(5·5/10) − 2 = 1.
+    h.ack(110 * MS, &[(1, 6)]);
+    assert_eq!(h.send(110 * MS, 1), vec![12]);
+    assert!(h.s.poll_transmit(110 * MS).is_none());
+    // Recovery ends when a packet sent after it began is acked (tcp_end_cwnd_reduction): the
+    // controller's window (5) governs again.
+    h.ack(200 * MS, &[(1, 13)]);
+    assert_eq!(h.s.ca_state(), CaState::Open);
+    assert_eq!(h.s.in_flight(), 0);
+    assert_eq!(h.send(200 * MS, 5).len(), 5);
+    assert!(h.s.poll_transmit(200 * MS).is_none(), "the controller's window of 5");
+}
+
+#[test]
+fn without_prr_the_cut_stops_sending_until_the_flight_drains() {
+    // `[transport] prr = false`, and every controller Linux does not run PRR for (BBR has its
+    // own cong_control): the cut window alone governs, so with 6 in flight over a window of 5
+    // not even the retransmission leaves until two more packets are delivered.
+    for h in [&mut in_recovery(SenderConfig { prr: false, ..Default::default() }), &mut {
+        let mut h = Harness::new(10);
+        h.cc.lock().unwrap().cut_to = Some(5 * MSS);
+        h.send(0, 10);
+        h.ack(100 * MS, &[(1, 4)]);
+        h
+    }] {
+        assert!(h.s.poll_transmit(100 * MS).is_none());
+        h.ack(110 * MS, &[(1, 6)]);
+        let p = h.s.poll_transmit(110 * MS).expect("4 in flight under 5");
+        assert!(p.retransmission && p.offset == 0);
+        assert!(h.s.poll_transmit(110 * MS).is_none());
+    }
 }
