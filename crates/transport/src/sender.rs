@@ -21,6 +21,9 @@ const PACKET_THRESHOLD: u64 = 3;
 const PACING_SHIFT: u32 = 10;
 const TSO_RTT_LOG: u32 = 9;
 const GSO_MAX_SIZE: u64 = 65_536;
+/// Linux's TCP_TIMEOUT_MIN (2 jiffies; HZ = 1000 assumed, as crates/cc's Cubic does): the PTO's
+/// allowance when more than one packet is out.
+const TLP_TIMEOUT_MIN: Time = 2_000_000;
 
 #[derive(Clone, Copy, Debug)]
 pub struct SenderConfig {
@@ -45,6 +48,8 @@ pub struct SenderConfig {
     /// Meter the flight down to the controller's reduced window by PRR during fast recovery
     /// when its controller is one Linux runs PRR for (`[transport] prr`; [`crate::prr`]).
     pub prr: bool,
+    /// Tail-loss probes (`[transport] tlp`; [`Sender::arm_tlp`]).
+    pub tlp: bool,
 }
 
 impl Default for SenderConfig {
@@ -60,6 +65,7 @@ impl Default for SenderConfig {
             undo: true,
             tso: true,
             prr: true,
+            tlp: true,
         }
     }
 }
@@ -79,6 +85,7 @@ impl SenderConfig {
             undo: transport.undo,
             tso: transport.tso,
             prr: transport.prr,
+            tlp: transport.tlp,
         }
     }
 }
@@ -108,6 +115,15 @@ struct Sent {
     lost: u64,
 }
 
+/// A tail-loss probe that sent the last segment again, and its original.
+#[derive(Clone, Copy, Debug)]
+struct Twins {
+    orig: u64,
+    probe: u64,
+    /// Either copy was acked.
+    acked: bool,
+}
+
 /// Counters for tests and logs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SenderStats {
@@ -117,6 +133,8 @@ pub struct SenderStats {
     pub rto_count: u64,
     /// Timeouts found spurious and undone (`[transport] undo`).
     pub spurious_rtos: u64,
+    /// Tail-loss probes sent (`[transport] tlp`; Linux's TCPLossProbes).
+    pub tlp_probes: u64,
     pub congestion_events: u64,
     /// SYNs sent again after a timeout while connecting ([`Sender::connect`]).
     pub syn_retransmissions: u64,
@@ -166,6 +184,14 @@ pub struct Sender {
     /// While a timeout's reduction may still be undone: the first id sent after the first
     /// timeout of the loss episode. Entries it declared lost are kept until then.
     undo_end: Option<u64>,
+    // Tail-loss probes: the probe timer while armed; the probe of the current episode (Linux's
+    // tlp_high_seq: no second probe until an ACK reaches it); a probe that re-sent the last
+    // segment, with that segment's original (so the copy left over is not sent a third time);
+    // and whether the timer fired and a probe waits for the next poll_transmit.
+    tlp_deadline: Option<Time>,
+    tlp_high: Option<u64>,
+    tlp_twins: Option<Twins>,
+    probe_due: bool,
     // Delivery-rate sampler (reference §0.4).
     delivered: u64,
     delivered_time: Time,
@@ -222,6 +248,10 @@ impl Sender {
             rto_deadline: None,
             loss_time: None,
             undo_end: None,
+            tlp_deadline: None,
+            tlp_high: None,
+            tlp_twins: None,
+            probe_due: false,
             delivered: 0,
             delivered_time: 0,
             first_send_time: 0,
@@ -340,6 +370,8 @@ impl Sender {
         self.loss_time = None;
         self.undo_end = None;
         self.prr = None;
+        self.tlp_deadline = None;
+        self.probe_due = false;
     }
 
     fn has_data(&self) -> bool {
@@ -377,6 +409,11 @@ impl Sender {
 
     /// The next packet to send at `now`, if the window, the pacer and the data allow one.
     pub fn poll_transmit(&mut self, now: Time) -> Option<DataPacket> {
+        if std::mem::take(&mut self.probe_due) {
+            if let Some(p) = self.send_probe(now) {
+                return Some(p);
+            }
+        }
         if !self.active || !self.has_data() {
             return None;
         }
@@ -417,6 +454,19 @@ impl Sender {
                 return None;
             }
         }
+        Some(self.emit(now, offset, len, retransmission, pacing, in_burst))
+    }
+
+    /// Sends one packet: the sampler's and the controller's bookkeeping, the pacer, the timers.
+    fn emit(
+        &mut self,
+        now: Time,
+        offset: u64,
+        len: u32,
+        retransmission: bool,
+        pacing: Option<f64>,
+        in_burst: bool,
+    ) -> DataPacket {
         if self.in_flight == 0 {
             // Reference §0.4: restart the sampler's clocks after idle.
             self.first_send_time = now;
@@ -472,7 +522,66 @@ impl Sender {
         self.stats.packets_sent += 1;
         self.stats.retransmissions += u64::from(retransmission);
         self.mark_app_limited();
-        Some(DataPacket { id, offset, len, sent: now, retransmission })
+        // tcp_write_xmit: "Send one loss probe per tail loss episode" (tcp_schedule_loss_probe).
+        self.arm_tlp(now);
+        DataPacket { id, offset, len, sent: now, retransmission }
+    }
+
+    /// Arms the tail-loss probe (RFC 8985 §7.2; Linux tcp_schedule_loss_probe) after a send or
+    /// an ACK: in the Open state with data in flight and no probe of this episode out yet, at
+    /// PTO = 2·srtt, plus min_rto when a single packet is out (a delayed ACK's worth) or
+    /// TCP_TIMEOUT_MIN otherwise (1 s before any RTT sample), and never later than the RTO.
+    fn arm_tlp(&mut self, now: Time) {
+        self.tlp_deadline = None;
+        if !self.cfg.tlp || self.ca_state != CaState::Open || self.in_flight == 0 || self.tlp_high.is_some() {
+            return;
+        }
+        let Some(rto_at) = self.rto_deadline else { return };
+        let s = &self.rtt.stats;
+        let pto = if !s.has_sample {
+            SEC
+        } else if self.in_flight <= self.cfg.mss {
+            2 * s.smoothed + self.cfg.min_rto
+        } else {
+            2 * s.smoothed + TLP_TIMEOUT_MIN
+        };
+        self.tlp_deadline = Some((now + pto).min(rto_at));
+    }
+
+    /// The probe timer fired (Linux tcp_send_loss_probe): one packet outside the congestion
+    /// window, new data if the application has some and the receive window allows it, else
+    /// the last segment sent again; then the RTO is armed afresh from now (tcp_rearm_rto).
+    #[cold]
+    #[inline(never)]
+    fn send_probe(&mut self, now: Time) -> Option<DataPacket> {
+        if !self.active || self.ca_state != CaState::Open || self.in_flight == 0 || self.tlp_high.is_some() {
+            return None;
+        }
+        let mss = self.cfg.mss;
+        let new_data = self.retransmit.is_empty() && self.next_offset < self.app_limit;
+        let p = if new_data && self.in_flight + mss <= self.cfg.rwnd {
+            // tcp_write_xmit(push_one = 2): "Force out a loss probe pkt."
+            let len = mss.min(self.app_limit - self.next_offset) as u32;
+            let off = self.next_offset;
+            self.next_offset += len as u64;
+            self.emit(now, off, len, false, None, false)
+        } else {
+            // skb_rb_last(&sk->tcp_rtx_queue), __tcp_retransmit_skb. The original stays in
+            // flight: whichever copy is acked first delivers the data (`tlp_twins`).
+            let (i, last) = self.sent.iter().enumerate().rev().find(|(_, p)| p.state == State::InFlight)?;
+            let (orig, off, len) = (self.base_id + i as u64, last.offset, last.len);
+            if self.in_flight + len as u64 > self.cfg.rwnd {
+                return None;
+            }
+            let p = self.emit(now, off, len, true, None, false);
+            self.tlp_twins = Some(Twins { orig, probe: p.id, acked: false });
+            p
+        };
+        self.tlp_high = Some(p.id);
+        self.tlp_deadline = None;
+        self.rto_deadline = Some(now + self.rtt.rto());
+        self.stats.tlp_probes += 1;
+        Some(p)
     }
 
     /// Segments per pacing release. With `[transport] tso` and a controller that models a Linux
@@ -548,6 +657,9 @@ impl Sender {
                 }
                 p.state = State::Acked;
                 let p = *p;
+                if let Some(t) = &mut self.tlp_twins {
+                    t.acked |= id == t.orig || id == t.probe;
+                }
                 if was == State::RtoLost && self.undo_end.is_some_and(|end| id < end) {
                     spurious_rto = true;
                 }
@@ -575,6 +687,10 @@ impl Sender {
             return;
         };
         self.largest_acked = Some(prior_largest.map_or(newest_id, |l| l.max(newest_id)));
+        if self.tlp_high.is_some_and(|p| newest_id >= p) {
+            // tcp_process_tlp_ack: the probe's episode is over.
+            self.tlp_high = None;
+        }
         if Some(newest_id) == self.largest_acked {
             self.rtt.sample(now - newest_pkt.send_time, newest_id, self.next_id);
         }
@@ -671,6 +787,8 @@ impl Sender {
 
         self.pop_resolved();
         self.rto_deadline = (self.in_flight > 0).then(|| now + self.rtt.rto());
+        // tcp_set_xmit_timer: the probe timer when tcp_schedule_loss_probe allows one.
+        self.arm_tlp(now);
         self.mark_app_limited();
     }
 
@@ -799,8 +917,18 @@ impl Sender {
         self.lost_total += p.len as u64;
         self.stats.packets_lost += 1;
         self.stats.loss_gaps.record(p.send_time);
-        self.retransmit.push_back((p.offset, p.len));
+        if !self.twin_acked(id) {
+            self.retransmit.push_back((p.offset, p.len));
+        }
         self.lost_buf.push(LostPacket { id, bytes: p.len as u64, send_time: p.send_time, tag: p.tag, cause });
+    }
+
+    /// Whether `id` is one of a tail-loss probe's two copies of the last segment and a copy was
+    /// acked: its data arrived, so losing the other needs no retransmission. (The loss is still
+    /// reported: a probe lost while its original was only late costs a window reduction here,
+    /// where Linux, seeing no SACK of the probe, would not know.)
+    fn twin_acked(&self, id: u64) -> bool {
+        self.tlp_twins.is_some_and(|t| t.acked && (id == t.orig || id == t.probe))
     }
 
     /// One congestion event per recovery epoch: only a loss of a packet sent after the
@@ -815,6 +943,9 @@ impl Sender {
         if self.ca_state == CaState::Open {
             self.ca_state = CaState::Recovery;
         }
+        // tcp_init_cwnd_reduction: "tp->tlp_high_seq = 0"; no probes outside Open.
+        self.tlp_high = None;
+        self.tlp_deadline = None;
         self.stats.congestion_events += 1;
         let prior_cwnd = self.cc.cwnd();
         let ev = CongestionEvent {
@@ -858,6 +989,7 @@ impl Sender {
             }
         };
         earliest(self.loss_time);
+        earliest(self.tlp_deadline);
         earliest(self.cc.next_timer());
         if self.has_data()
             && self.window_open()
@@ -901,6 +1033,12 @@ impl Sender {
             self.lost_buf = lost;
             self.pop_resolved();
         }
+        if self.tlp_deadline.is_some_and(|t| t <= now) {
+            // The probe leaves on the poll_transmit that follows; the RTO waits a full RTO more.
+            self.tlp_deadline = None;
+            self.probe_due = true;
+            self.rto_deadline = Some(now + self.rtt.rto());
+        }
         if self.rto_deadline.is_some_and(|t| t <= now) {
             self.fire_rto(now);
         }
@@ -936,6 +1074,9 @@ impl Sender {
         self.rtt.back_off();
         self.ca_state = CaState::Loss;
         self.prr = None;
+        self.tlp_high = None;
+        self.tlp_deadline = None;
+        self.probe_due = false;
         self.recovery_start = Some(now);
         self.recovery_end_id = self.next_id;
         let ctx_mss = self.cfg.mss;
