@@ -286,7 +286,7 @@ pub struct FlowSpec {
     #[serde(default = "default_min_rto")]
     pub min_rto: Dur,
     /// The receiver's advertised window: a cap on bytes in flight (flow control). When absent,
-    /// Linux's autotuned ceiling, half of `[transport] rmem_max` (16 MiB by default).
+    /// Linux's autotuned ceiling, 62.5 % of `[transport] rmem_max` (20 MiB by default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rwnd: Option<Bytes>,
     /// Whether these flows belong to the site's bundle and pass the `[middlebox]` (default);
@@ -882,7 +882,12 @@ impl Scenario {
             errs.push(src.error("transport.rto_max", "must be positive (Linux's TCP_RTO_MAX is \"120s\")"));
         }
         if self.transport.default_rwnd() < MSS {
-            errs.push(src.error("transport.rmem_max", format!("must hold at least two packets ({}B)", 2 * MSS)));
+            errs.push(
+                src.error(
+                    "transport.rmem_max",
+                    format!("must hold a window of at least one packet ({MSS}B) at 62.5 %"),
+                ),
+            );
         }
         if self.output.bin.0 == 0 || self.output.jain_bucket.0 == 0 {
             errs.push(src.error("output", "bin widths must be positive"));

@@ -990,3 +990,14 @@ fn tlp_off_leaves_the_tail_to_the_rto() {
     h.s.on_timeout(240 * MS);
     assert_eq!((h.s.stats.tlp_probes, h.s.stats.rto_count), (0, 1));
 }
+
+#[test]
+fn a_flow_without_rwnd_gets_linuxs_autotuned_window_ceiling() {
+    // tcp_rmem[2] (32 MiB on 6.16 and later) scaled by tcp_win_from_space's scaling_ratio
+    // (160/256 for full-sized segments): 20 MiB; a flow's own `rwnd` replaces it.
+    use cclab_core::scenario::Transport;
+    let spec: FlowSpec = toml::from_str("scheme = \"cubic\"").unwrap();
+    assert_eq!(SenderConfig::for_flow(&spec, &Transport::default(), MSS).rwnd, 20 << 20);
+    let spec: FlowSpec = toml::from_str("scheme = \"cubic\"\nrwnd = \"64KB\"").unwrap();
+    assert_eq!(SenderConfig::for_flow(&spec, &Transport::default(), MSS).rwnd, 64_000);
+}
