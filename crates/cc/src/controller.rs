@@ -88,6 +88,15 @@ pub trait CongestionControl: Send {
         None
     }
 
+    /// Whether Linux runs Proportional Rate Reduction (tcp_cwnd_reduction, RFC 6937) for this
+    /// module during fast recovery: true for a module without its own `cong_control` hook
+    /// (cubic, reno, vegas), whose window the transport then meters out by PRR until recovery
+    /// ends (`[transport] prr`). False, the default, for BBR (it has cong_control) and for
+    /// schemes that are not kernel TCP: the controller's window alone governs.
+    fn uses_prr(&self) -> bool {
+        false
+    }
+
     fn snapshot(&self) -> CcSnapshot {
         CcSnapshot { mode: "", vars: vec![("cwnd", self.cwnd() as f64)] }
     }

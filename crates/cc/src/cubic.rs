@@ -7,8 +7,10 @@
 //! `717/1024`; only its integer truncations are kept. Time uses the transport's nanoseconds;
 //! where Linux counts jiffies we assume HZ = 1000 (1 ms).
 //!
-//! The transport does no PRR: a congestion event cuts the window straight to ssthresh, and the
-//! window does not grow until recovery ends.
+//! A congestion event cuts the window straight to ssthresh, and the window does not grow until
+//! recovery ends; meanwhile the transport meters the flight down to it by PRR (`uses_prr`,
+//! `[transport] prr`), as Linux's tcp_cwnd_reduction does, and at the end of recovery the window
+//! is ssthresh, as after tcp_end_cwnd_reduction.
 
 use crate::controller::CongestionControl;
 use crate::newreno::{rfc6928_initial_window, INIT_CWND_OPTION};
@@ -423,7 +425,7 @@ impl CongestionControl for Cubic {
         self.rto_pending = false;
         // Linux takes the CA's RTT sample from the most recently sent of the acked packets.
         self.on_rtt_sample(ev.now, newest.rtt, ev.acked);
-        // No growth in recovery (no PRR here, see the module comment) nor when the window is
+        // No growth in recovery (the transport runs PRR, see the module comment) nor when the window is
         // not what limits the sender (Linux tcp_is_cwnd_limited; RFC 9438 §5.8).
         if self.in_recovery || ev.app_limited {
             return;
@@ -442,8 +444,8 @@ impl CongestionControl for Cubic {
         } else {
             self.cwnd
         };
-        // Linux reduces from cwnd (RFC 9438 §4.6 also allows flight size); with no PRR the
-        // window goes there at once.
+        // Linux reduces from cwnd (RFC 9438 §4.6 also allows flight size); the window goes
+        // there at once and the transport's PRR paces the flight down to it.
         self.ssthresh = self.reduced();
         self.cwnd = self.ssthresh;
         self.cwnd_cnt = 0;
@@ -520,6 +522,10 @@ impl CongestionControl for Cubic {
 
     fn min_tso_segs(&self) -> Option<u64> {
         Some(crate::linux::MIN_TSO_SEGS)
+    }
+
+    fn uses_prr(&self) -> bool {
+        true
     }
 
     /// `cwnd`, `ssthresh` in bytes (ssthresh ∞ until set); `cwnd_pkts`, `w_max`, `origin`,

@@ -4,8 +4,9 @@
 //! (`on_congestion_event`), so NewReno's `recover` bookkeeping lives there. Window in bytes.
 //!
 //! Deliberate simplifications, all allowed by the RFCs:
-//! - no fast-recovery inflation (RFC 5681 §3.2 steps 3–4) and no PRR: the window is cut to
-//!   ssthresh at the event and does not grow until recovery ends, as RFC 9002 §7.3.2 does;
+//! - no fast-recovery inflation (RFC 5681 §3.2 steps 3–4): the window is cut to ssthresh at the
+//!   event and does not grow until recovery ends, as RFC 9002 §7.3.2 does; the transport meters
+//!   the flight down to it by PRR (RFC 6937, `[transport] prr`), as Linux does for reno;
 //! - on a full ACK (recovery exit) cwnd simply stays at ssthresh (RFC 6582 §3.2 step 3 allows it).
 
 use crate::controller::CongestionControl;
@@ -152,7 +153,8 @@ impl CongestionControl for NewReno {
 
     fn on_congestion_event(&mut self, ev: &CongestionEvent, _ctx: &mut CcContext) {
         // RFC 5681 §3.2 step 2 with FlightSize, not cwnd, so an application-limited flow is not
-        // given credit for a window it did not use. The cut is immediate (no PRR).
+        // given credit for a window it did not use. The cut is immediate; the transport's
+        // PRR meters the flight down to it (`uses_prr`).
         self.save_prior();
         self.ssthresh = self.half_flight(ev.prior_in_flight);
         self.cwnd = self.ssthresh;
@@ -214,6 +216,10 @@ impl CongestionControl for NewReno {
 
     fn min_tso_segs(&self) -> Option<u64> {
         Some(crate::linux::MIN_TSO_SEGS)
+    }
+
+    fn uses_prr(&self) -> bool {
+        true
     }
 
     fn snapshot(&self) -> CcSnapshot {

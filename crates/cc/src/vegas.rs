@@ -18,8 +18,9 @@
 //!   `ssthresh = max(ssthresh, 3/4·cwnd)` (`tcp_current_ssthresh`), so it never re-enters slow
 //!   start by itself.
 //!
-//! As for the other windowed schemes here, the transport does no PRR: a congestion event cuts
-//! the window straight to ssthresh, and it does not grow until recovery ends.
+//! As for the other windowed schemes here, a congestion event cuts the window straight to
+//! ssthresh and it does not grow until recovery ends; the transport meters the flight down to it
+//! by PRR meanwhile (`uses_prr`, `[transport] prr`), as Linux's tcp_cwnd_reduction does.
 
 use crate::controller::CongestionControl;
 use crate::newreno::{rfc6928_initial_window, INIT_CWND_OPTION};
@@ -322,6 +323,10 @@ impl CongestionControl for Vegas {
 
     fn min_tso_segs(&self) -> Option<u64> {
         Some(crate::linux::MIN_TSO_SEGS)
+    }
+
+    fn uses_prr(&self) -> bool {
+        true
     }
 
     fn snapshot(&self) -> CcSnapshot {

@@ -280,13 +280,13 @@ pub struct FlowSpec {
     /// The receiver delays ACKs as Linux does (crates/transport's receiver): quick ACKs for the
     /// first 16 packets and after a long silence, then an ACK per two full-sized segments or
     /// when the delayed-ACK timer (ATO, 40 ms and adapting) fires; out-of-order data, hole fills
-    /// and duplicates at once. Default true; false acknowledges every packet at once.
+    /// and duplicates at once, and a duplicate restores the quick ACKs. Default true; false acknowledges every packet at once.
     #[serde(default = "yes")]
     pub delayed_ack: bool,
     #[serde(default = "default_min_rto")]
     pub min_rto: Dur,
-    /// The receiver's advertised window: a cap on bytes in flight (flow control). Unlimited
-    /// when absent; real TCP stacks cap it by their receive buffer (Linux: a few MiB).
+    /// The receiver's advertised window: a cap on bytes in flight (flow control). When absent,
+    /// Linux's autotuned ceiling, 62.5 % of `[transport] rmem_max` (20 MiB by default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rwnd: Option<Bytes>,
     /// Whether these flows belong to the site's bundle and pass the `[middlebox]` (default);
@@ -880,6 +880,14 @@ impl Scenario {
         }
         if self.transport.rto_max.0 == 0 {
             errs.push(src.error("transport.rto_max", "must be positive (Linux's TCP_RTO_MAX is \"120s\")"));
+        }
+        if self.transport.default_rwnd() < MSS {
+            errs.push(
+                src.error(
+                    "transport.rmem_max",
+                    format!("must hold a window of at least one packet ({MSS}B) at 62.5 %"),
+                ),
+            );
         }
         if self.output.bin.0 == 0 || self.output.jain_bucket.0 == 0 {
             errs.push(src.error("output", "bin widths must be positive"));

@@ -100,6 +100,9 @@ const KEYS: &[&str] = &[
     "undo",
     "handshake",
     "tso",
+    "prr",
+    "tlp",
+    "rmem_max",
     "jitter",
 ];
 

@@ -65,6 +65,13 @@ impl DelAck {
         self.quick = self.quick.max(MAX_QUICKACKS);
     }
 
+    /// tcp_enter_quickack_mode(sk, TCP_MAX_QUICKACKS): quick ACKs again, the ATO back to its
+    /// minimum (the sender retransmitted data that had arrived: its ACKs were late or lost).
+    fn enter_quickack(&mut self, ato_min: Time) {
+        self.incr_quickack();
+        self.ato = ato_min;
+    }
+
     /// tcp_event_data_recv and tcp_measure_rcv_mss, for `len` bytes arriving at `now`.
     fn data_recv(&mut self, now: Time, len: u64, ato_min: Time) {
         if len >= self.rcv_mss {
@@ -167,6 +174,10 @@ impl Receiver {
         self.bytes_received += pkt.len as u64;
         self.last_owd = now.saturating_sub(pkt.sent);
         let gap = self.record_id(pkt.id);
+        // Data starting below the cumulative point: a retransmission of what arrived already,
+        // in whole or in part (tcp_data_queue: "A retransmit, 2nd most common case. Force an
+        // immediate ack." and "Partial packet", both tcp_enter_quickack_mode).
+        let old_data = pkt.offset < self.stream_cum;
         let filled_hole = self.record_stream(pkt.offset, pkt.offset + pkt.len as u64);
         self.unacked += 1;
         // Out-of-order arrivals, hole fills and duplicates, and anything that arrives while the
@@ -175,6 +186,9 @@ impl Receiver {
         // hole fills, tcp_enter_quickack_mode on a duplicate; __tcp_ack_snd_check sends the
         // first dupacks of each rcv_nxt at once).
         let urgent = gap || filled_hole || !self.holes_above.is_empty();
+        if old_data && self.cfg.delayed_ack {
+            self.delack.enter_quickack(self.cfg.ato_min);
+        }
         if self.agent.is_some() {
             return self.on_data_with_agent(now, pkt, urgent);
         }
@@ -447,6 +461,23 @@ mod tests {
         assert_eq!(a.stream_cum, (n + 3) * 1000);
         assert!(r.on_data(13, &at(n + 4, n + 3)).is_none(), "in order again: delayed");
         assert!(r.on_data(14, &at(n + 5, 1)).is_some(), "a duplicate (tcp_enter_quickack_mode)");
+    }
+
+    #[test]
+    fn a_duplicate_enters_quickack_mode() {
+        // tcp_data_queue on a segment wholly below rcv_nxt: "A retransmit, 2nd most common
+        // case. Force an immediate ack." → tcp_enter_quickack_mode(sk, TCP_MAX_QUICKACKS): the
+        // next 16 ACKs go at once (the duplicate's own ACK spends one), then delayed again.
+        let (mut r, n) = past_quickack(0);
+        assert!(r.on_data(10, &pkt(n, n * 1000)).is_none(), "in order: delayed");
+        assert!(r.on_data(11, &pkt(n + 1, 1000)).is_some(), "the duplicate, at once");
+        let quick = (0..16).take_while(|i| r.on_data(12 + i, &pkt(n + 2 + i, (n + 1 + i) * 1000)).is_some()).count();
+        assert_eq!(quick, 15, "quick ACKs left after the duplicate's own");
+        // A receiver that ACKs every packet anyway has no mode to enter.
+        let mut r = Receiver::new(ReceiverConfig { delayed_ack: false, ..Default::default() });
+        r.on_data(0, &pkt(0, 0));
+        assert!(r.on_data(1, &pkt(1, 0)).is_some());
+        assert_eq!(r.delack.quick, 0);
     }
 
     #[test]

@@ -1,4 +1,5 @@
 use crate::handshake::Handshake;
+use crate::prr::Prr;
 use crate::rtt::RttEstimator;
 use crate::{AckFrame, DataPacket};
 use cclab_cc::{
@@ -20,6 +21,9 @@ const PACKET_THRESHOLD: u64 = 3;
 const PACING_SHIFT: u32 = 10;
 const TSO_RTT_LOG: u32 = 9;
 const GSO_MAX_SIZE: u64 = 65_536;
+/// Linux's TCP_TIMEOUT_MIN (2 jiffies; HZ = 1000 assumed, as crates/cc's Cubic does): the PTO's
+/// allowance when more than one packet is out.
+const TLP_TIMEOUT_MIN: Time = 2_000_000;
 
 #[derive(Clone, Copy, Debug)]
 pub struct SenderConfig {
@@ -41,6 +45,11 @@ pub struct SenderConfig {
     /// Send a paced flow in Linux's TSO/GSO bursts when its controller models a Linux module
     /// (`[transport] tso`; [`Sender::tso_segs`]).
     pub tso: bool,
+    /// Meter the flight down to the controller's reduced window by PRR during fast recovery
+    /// when its controller is one Linux runs PRR for (`[transport] prr`; [`crate::prr`]).
+    pub prr: bool,
+    /// Tail-loss probes (`[transport] tlp`; [`Sender::arm_tlp`]).
+    pub tlp: bool,
 }
 
 impl Default for SenderConfig {
@@ -55,6 +64,8 @@ impl Default for SenderConfig {
             rto_max: 120 * SEC,
             undo: true,
             tso: true,
+            prr: true,
+            tlp: true,
         }
     }
 }
@@ -68,11 +79,13 @@ impl SenderConfig {
             min_rto: spec.min_rto.ns(),
             pace_windowed: spec.pacing == Pacing::On,
             never_pace: spec.pacing == Pacing::Off,
-            rwnd: spec.rwnd.map_or(u64::MAX, |b| b.0),
+            rwnd: spec.rwnd.map_or(transport.default_rwnd(), |b| b.0),
             rto: transport.rto,
             rto_max: transport.rto_max.ns(),
             undo: transport.undo,
             tso: transport.tso,
+            prr: transport.prr,
+            tlp: transport.tlp,
         }
     }
 }
@@ -102,6 +115,15 @@ struct Sent {
     lost: u64,
 }
 
+/// A tail-loss probe that sent the last segment again, and its original.
+#[derive(Clone, Copy, Debug)]
+struct Twins {
+    orig: u64,
+    probe: u64,
+    /// Either copy was acked.
+    acked: bool,
+}
+
 /// Counters for tests and logs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SenderStats {
@@ -111,6 +133,8 @@ pub struct SenderStats {
     pub rto_count: u64,
     /// Timeouts found spurious and undone (`[transport] undo`).
     pub spurious_rtos: u64,
+    /// Tail-loss probes sent (`[transport] tlp`; Linux's TCPLossProbes).
+    pub tlp_probes: u64,
     pub congestion_events: u64,
     /// SYNs sent again after a timeout while connecting ([`Sender::connect`]).
     pub syn_retransmissions: u64,
@@ -150,12 +174,24 @@ pub struct Sender {
     ca_state: CaState,
     recovery_start: Option<Time>,
     recovery_end_id: u64,
+    /// PRR's window while a fast recovery reduces the controller's (Some only in Recovery).
+    prr: Option<Prr>,
+    /// The highest cumulative ACK seen (stream bytes), to tell when it advances.
+    snd_una: u64,
     // Retransmission timer.
     rto_deadline: Option<Time>,
     loss_time: Option<Time>,
     /// While a timeout's reduction may still be undone: the first id sent after the first
     /// timeout of the loss episode. Entries it declared lost are kept until then.
     undo_end: Option<u64>,
+    // Tail-loss probes: the probe timer while armed; the probe of the current episode (Linux's
+    // tlp_high_seq: no second probe until an ACK reaches it); a probe that re-sent the last
+    // segment, with that segment's original (so the copy left over is not sent a third time);
+    // and whether the timer fired and a probe waits for the next poll_transmit.
+    tlp_deadline: Option<Time>,
+    tlp_high: Option<u64>,
+    tlp_twins: Option<Twins>,
+    probe_due: bool,
     // Delivery-rate sampler (reference §0.4).
     delivered: u64,
     delivered_time: Time,
@@ -207,9 +243,15 @@ impl Sender {
             ca_state: CaState::Open,
             recovery_start: None,
             recovery_end_id: 0,
+            prr: None,
+            snd_una: 0,
             rto_deadline: None,
             loss_time: None,
             undo_end: None,
+            tlp_deadline: None,
+            tlp_high: None,
+            tlp_twins: None,
+            probe_due: false,
             delivered: 0,
             delivered_time: 0,
             first_send_time: 0,
@@ -327,6 +369,9 @@ impl Sender {
         self.rto_deadline = None;
         self.loss_time = None;
         self.undo_end = None;
+        self.prr = None;
+        self.tlp_deadline = None;
+        self.probe_due = false;
     }
 
     fn has_data(&self) -> bool {
@@ -353,12 +398,26 @@ impl Sender {
         None
     }
 
+    /// Whether the congestion window allows another packet: the controller's, or during a
+    /// PRR reduction PRR's (Linux's tcp_cwnd_test: packets in flight below snd_cwnd).
+    fn window_open(&self) -> bool {
+        match &self.prr {
+            Some(p) => self.in_flight.div_ceil(self.cfg.mss) < p.cwnd(),
+            None => self.cc.can_send(self.in_flight, self.cfg.mss),
+        }
+    }
+
     /// The next packet to send at `now`, if the window, the pacer and the data allow one.
     pub fn poll_transmit(&mut self, now: Time) -> Option<DataPacket> {
+        if std::mem::take(&mut self.probe_due) {
+            if let Some(p) = self.send_probe(now) {
+                return Some(p);
+            }
+        }
         if !self.active || !self.has_data() {
             return None;
         }
-        if !self.cc.can_send(self.in_flight, self.cfg.mss) {
+        if !self.window_open() {
             self.cwnd_blocked_round = true;
             return None;
         }
@@ -395,6 +454,19 @@ impl Sender {
                 return None;
             }
         }
+        Some(self.emit(now, offset, len, retransmission, pacing, in_burst))
+    }
+
+    /// Sends one packet: the sampler's and the controller's bookkeeping, the pacer, the timers.
+    fn emit(
+        &mut self,
+        now: Time,
+        offset: u64,
+        len: u32,
+        retransmission: bool,
+        pacing: Option<f64>,
+        in_burst: bool,
+    ) -> DataPacket {
         if self.in_flight == 0 {
             // Reference §0.4: restart the sampler's clocks after idle.
             self.first_send_time = now;
@@ -441,13 +513,75 @@ impl Sender {
             self.next_send_time = self.next_send_time.max(now) + gap;
         }
         self.last_send_time = now;
+        if let Some(p) = &mut self.prr {
+            p.on_sent();
+        }
         if self.rto_deadline.is_none() {
             self.rto_deadline = Some(now + self.rtt.rto());
         }
         self.stats.packets_sent += 1;
         self.stats.retransmissions += u64::from(retransmission);
         self.mark_app_limited();
-        Some(DataPacket { id, offset, len, sent: now, retransmission })
+        // tcp_write_xmit: "Send one loss probe per tail loss episode" (tcp_schedule_loss_probe).
+        self.arm_tlp(now);
+        DataPacket { id, offset, len, sent: now, retransmission }
+    }
+
+    /// Arms the tail-loss probe (RFC 8985 §7.2; Linux tcp_schedule_loss_probe) after a send or
+    /// an ACK: in the Open state with data in flight and no probe of this episode out yet, at
+    /// PTO = 2·srtt, plus min_rto when a single packet is out (a delayed ACK's worth) or
+    /// TCP_TIMEOUT_MIN otherwise (1 s before any RTT sample), and never later than the RTO.
+    fn arm_tlp(&mut self, now: Time) {
+        self.tlp_deadline = None;
+        if !self.cfg.tlp || self.ca_state != CaState::Open || self.in_flight == 0 || self.tlp_high.is_some() {
+            return;
+        }
+        let Some(rto_at) = self.rto_deadline else { return };
+        let s = &self.rtt.stats;
+        let pto = if !s.has_sample {
+            SEC
+        } else if self.in_flight <= self.cfg.mss {
+            2 * s.smoothed + self.cfg.min_rto
+        } else {
+            2 * s.smoothed + TLP_TIMEOUT_MIN
+        };
+        self.tlp_deadline = Some((now + pto).min(rto_at));
+    }
+
+    /// The probe timer fired (Linux tcp_send_loss_probe): one packet outside the congestion
+    /// window, new data if the application has some and the receive window allows it, else
+    /// the last segment sent again; then the RTO is armed afresh from now (tcp_rearm_rto).
+    #[cold]
+    #[inline(never)]
+    fn send_probe(&mut self, now: Time) -> Option<DataPacket> {
+        if !self.active || self.ca_state != CaState::Open || self.in_flight == 0 || self.tlp_high.is_some() {
+            return None;
+        }
+        let mss = self.cfg.mss;
+        let new_data = self.retransmit.is_empty() && self.next_offset < self.app_limit;
+        let p = if new_data && self.in_flight + mss <= self.cfg.rwnd {
+            // tcp_write_xmit(push_one = 2): "Force out a loss probe pkt."
+            let len = mss.min(self.app_limit - self.next_offset) as u32;
+            let off = self.next_offset;
+            self.next_offset += len as u64;
+            self.emit(now, off, len, false, None, false)
+        } else {
+            // skb_rb_last(&sk->tcp_rtx_queue), __tcp_retransmit_skb. The original stays in
+            // flight: whichever copy is acked first delivers the data (`tlp_twins`).
+            let (i, last) = self.sent.iter().enumerate().rev().find(|(_, p)| p.state == State::InFlight)?;
+            let (orig, off, len) = (self.base_id + i as u64, last.offset, last.len);
+            if self.in_flight + len as u64 > self.cfg.rwnd {
+                return None;
+            }
+            let p = self.emit(now, off, len, true, None, false);
+            self.tlp_twins = Some(Twins { orig, probe: p.id, acked: false });
+            p
+        };
+        self.tlp_high = Some(p.id);
+        self.tlp_deadline = None;
+        self.rto_deadline = Some(now + self.rtt.rto());
+        self.stats.tlp_probes += 1;
+        Some(p)
     }
 
     /// Segments per pacing release. With `[transport] tso` and a controller that models a Linux
@@ -501,12 +635,16 @@ impl Sender {
             self.completed.push(tag);
         }
         let prior_in_flight = self.in_flight;
+        let una_advanced = ack.stream_cum > self.snd_una;
+        self.snd_una = self.snd_una.max(ack.stream_cum);
         let prior_largest = self.largest_acked;
         let floor = prior_largest.map_or(0, |l| l + 1);
         self.acked_buf.clear();
         self.lost_buf.clear();
         let mut newest: Option<(u64, Sent)> = None;
         let mut newly_acked_bytes = 0;
+        // Packets newly delivered, acked or SACKed (Linux's newly_acked_sacked).
+        let mut newly_delivered = 0;
         let mut spurious_rto = false;
         // Ids at or below the largest already acked were handled by earlier ACKs: paths are
         // FIFO, so anything below it that is still missing is lost or about to be.
@@ -519,6 +657,9 @@ impl Sender {
                 }
                 p.state = State::Acked;
                 let p = *p;
+                if let Some(t) = &mut self.tlp_twins {
+                    t.acked |= id == t.orig || id == t.probe;
+                }
                 if was == State::RtoLost && self.undo_end.is_some_and(|end| id < end) {
                     spurious_rto = true;
                 }
@@ -535,6 +676,7 @@ impl Sender {
                 }
                 // Reference §0.4: every delivered packet counts, even one declared lost too early.
                 self.delivered += p.len as u64;
+                newly_delivered += 1;
                 self.delivered_time = now;
                 if newest.is_none_or(|(nid, n)| (p.send_time, id) > (n.send_time, nid)) {
                     newest = Some((id, p));
@@ -545,6 +687,10 @@ impl Sender {
             return;
         };
         self.largest_acked = Some(prior_largest.map_or(newest_id, |l| l.max(newest_id)));
+        if self.tlp_high.is_some_and(|p| newest_id >= p) {
+            // tcp_process_tlp_ack: the probe's episode is over.
+            self.tlp_high = None;
+        }
         if Some(newest_id) == self.largest_acked {
             self.rtt.sample(now - newest_pkt.send_time, newest_id, self.next_id);
         }
@@ -594,6 +740,8 @@ impl Sender {
         if self.ca_state != CaState::Open && newest_id >= self.recovery_end_id {
             self.ca_state = CaState::Open;
             self.undo_end = None;
+            // tcp_end_cwnd_reduction: the controller's window (its ssthresh) governs again.
+            self.prr = None;
             let mss = self.cfg.mss;
             self.cc.on_recovery_exit(now, &mut CcContext { mss, rng: &mut self.rng });
         }
@@ -623,11 +771,24 @@ impl Sender {
         let mss = self.cfg.mss;
         self.cc.on_ack(&ev, &mut CcContext { mss, rng: &mut self.rng });
         self.report_congestion(now, &lost, prior_in_flight);
+        if let Some(p) = &mut self.prr {
+            // tcp_cong_control → tcp_cwnd_reduction, after tcp_fastretrans_alert entered recovery.
+            let mss = self.cfg.mss;
+            p.on_ack(
+                newly_delivered,
+                !lost.is_empty(),
+                una_advanced,
+                self.in_flight.div_ceil(mss),
+                self.cc.cwnd() / mss,
+            );
+        }
         self.acked_buf = acked;
         self.lost_buf = lost;
 
         self.pop_resolved();
         self.rto_deadline = (self.in_flight > 0).then(|| now + self.rtt.rto());
+        // tcp_set_xmit_timer: the probe timer when tcp_schedule_loss_probe allows one.
+        self.arm_tlp(now);
         self.mark_app_limited();
     }
 
@@ -680,6 +841,7 @@ impl Sender {
         }
         self.first_unresolved = self.base_id;
         self.ca_state = CaState::Open;
+        self.prr = None;
         self.recovery_start = None;
         let mss = self.cfg.mss;
         self.cc.undo_cwnd(now, &restored, &mut CcContext { mss, rng: &mut self.rng });
@@ -755,8 +917,18 @@ impl Sender {
         self.lost_total += p.len as u64;
         self.stats.packets_lost += 1;
         self.stats.loss_gaps.record(p.send_time);
-        self.retransmit.push_back((p.offset, p.len));
+        if !self.twin_acked(id) {
+            self.retransmit.push_back((p.offset, p.len));
+        }
         self.lost_buf.push(LostPacket { id, bytes: p.len as u64, send_time: p.send_time, tag: p.tag, cause });
+    }
+
+    /// Whether `id` is one of a tail-loss probe's two copies of the last segment and a copy was
+    /// acked: its data arrived, so losing the other needs no retransmission. (The loss is still
+    /// reported: a probe lost while its original was only late costs a window reduction here,
+    /// where Linux, seeing no SACK of the probe, would not know.)
+    fn twin_acked(&self, id: u64) -> bool {
+        self.tlp_twins.is_some_and(|t| t.acked && (id == t.orig || id == t.probe))
     }
 
     /// One congestion event per recovery epoch: only a loss of a packet sent after the
@@ -771,7 +943,11 @@ impl Sender {
         if self.ca_state == CaState::Open {
             self.ca_state = CaState::Recovery;
         }
+        // tcp_init_cwnd_reduction: "tp->tlp_high_seq = 0"; no probes outside Open.
+        self.tlp_high = None;
+        self.tlp_deadline = None;
         self.stats.congestion_events += 1;
+        let prior_cwnd = self.cc.cwnd();
         let ev = CongestionEvent {
             now,
             largest_lost_send_time: newest_lost,
@@ -781,6 +957,10 @@ impl Sender {
         };
         let mss = self.cfg.mss;
         self.cc.on_congestion_event(&ev, &mut CcContext { mss, rng: &mut self.rng });
+        // tcp_init_cwnd_reduction (tcp_enter_recovery): prior_cwnd is the window before the cut.
+        if self.cfg.prr && self.ca_state == CaState::Recovery && self.cc.uses_prr() && prior_cwnd != u64::MAX {
+            self.prr = Some(Prr::new(prior_cwnd / mss));
+        }
     }
 
     fn pop_resolved(&mut self) {
@@ -809,9 +989,10 @@ impl Sender {
             }
         };
         earliest(self.loss_time);
+        earliest(self.tlp_deadline);
         earliest(self.cc.next_timer());
         if self.has_data()
-            && self.cc.can_send(self.in_flight, self.cfg.mss)
+            && self.window_open()
             && self.in_flight + self.cfg.mss <= self.cfg.rwnd
             && self.pacing_rate().is_some()
         {
@@ -835,6 +1016,7 @@ impl Sender {
         }
         if self.loss_time.is_some_and(|t| t <= now) {
             let prior = self.in_flight;
+            let was_open = self.ca_state == CaState::Open;
             self.lost_buf.clear();
             self.detect_losses(now);
             let lost = std::mem::take(&mut self.lost_buf);
@@ -843,8 +1025,19 @@ impl Sender {
                 self.cc.on_packets_lost(now, &lost, &mut CcContext { mss, rng: &mut self.rng });
             }
             self.report_congestion(now, &lost, prior);
+            if let (true, Some(p)) = (was_open, &mut self.prr) {
+                // tcp_rack_reo_timeout: "tcp_enter_recovery(sk, false); ... tcp_cwnd_reduction(sk, 1, 0, 0)".
+                let mss = self.cfg.mss;
+                p.on_ack(1, false, false, self.in_flight.div_ceil(mss), self.cc.cwnd() / mss);
+            }
             self.lost_buf = lost;
             self.pop_resolved();
+        }
+        if self.tlp_deadline.is_some_and(|t| t <= now) {
+            // The probe leaves on the poll_transmit that follows; the RTO waits a full RTO more.
+            self.tlp_deadline = None;
+            self.probe_due = true;
+            self.rto_deadline = Some(now + self.rtt.rto());
         }
         if self.rto_deadline.is_some_and(|t| t <= now) {
             self.fire_rto(now);
@@ -880,6 +1073,10 @@ impl Sender {
         self.loss_time = None;
         self.rtt.back_off();
         self.ca_state = CaState::Loss;
+        self.prr = None;
+        self.tlp_high = None;
+        self.tlp_deadline = None;
+        self.probe_due = false;
         self.recovery_start = Some(now);
         self.recovery_end_id = self.next_id;
         let ctx_mss = self.cfg.mss;

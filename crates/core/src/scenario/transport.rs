@@ -4,9 +4,9 @@
 //! kept to measure what a detail changes. Kernel flows in the emulator (`kernel:<cc>`) ignore
 //! this section: they are Linux.
 //!
-//! Sender-side keys: `handshake`, `rto`, `rto_max`, `undo`, `tso`. (The receiver's keys live in their own group.)
+//! Sender-side keys: `handshake`, `rto`, `rto_max`, `undo`, `tso`, `prr`, `tlp`, `rmem_max`. (The receiver's keys live in their own group.)
 
-use crate::units::Dur;
+use crate::units::{Bytes, Dur};
 use serde::{Deserialize, Serialize};
 
 /// How the retransmission timeout is computed from the RTT estimate.
@@ -57,10 +57,51 @@ pub struct Transport {
     /// other schemes always are (their implementations are not kernel TCP).
     #[serde(default = "default_true")]
     pub tso: bool,
+    /// Proportional Rate Reduction (RFC 6937, PRR-SSRB) during fast recovery, as Linux's
+    /// tcp_cwnd_reduction (net/ipv4/tcp_input.c) runs it for every module without its own
+    /// cong_control (cubic, newreno, vegas; not bbr): each ACK releases
+    /// ⌈delivered·ssthresh/prior_cwnd⌉ − sent packets while the flight is above the reduced
+    /// window, then grows it back toward it by at most one more than was delivered. Default
+    /// true; false leaves the controller's cut alone (silence until the flight drains below
+    /// it, then one packet per packet acked, or a burst up to it).
+    #[serde(default = "default_true")]
+    pub prr: bool,
+    /// Tail-loss probes (RFC 8985 §7.2 as Linux's tcp_schedule_loss_probe and
+    /// tcp_send_loss_probe, net/ipv4/tcp_output.c): in the Open state with data in flight, no
+    /// ACK for 2·srtt (+ min_rto when one packet is out, + 2 ms otherwise; never past the RTO)
+    /// sends one packet outside the window (new data if any, else the last segment again), so
+    /// a lost tail is repaired by fast recovery instead of a timeout. Default true
+    /// (net.ipv4.tcp_early_retrans = 3).
+    #[serde(default = "default_true")]
+    pub tlp: bool,
+    /// The receive buffer's autotuning ceiling, Linux's net.ipv4.tcp_rmem[2]: 32 MiB since
+    /// 6.16 (6 MiB, 6291456, before). A flow without `rwnd` advertises at most
+    /// [`SCALING_RATIO`]/256 of it (tcp_win_from_space), so its flight never exceeds that.
+    #[serde(default = "default_rmem_max")]
+    pub rmem_max: Bytes,
+}
+
+/// Linux's tp->scaling_ratio for full-sized segments (in 256ths): tcp_measure_rcv_mss sets it
+/// to skb->len · 256 / skb->truesize since 6.7, and a 1448-byte segment arrives in a
+/// 2 KiB kmalloc data buffer plus its sk_buff (truesize 2304): 160, a window of 62.5 % of the
+/// buffer, not the 50 % of TCP_DEFAULT_SCALING_RATIO it starts from. Measured in the emulator:
+/// kernel NewReno on pantheon-1flow (slow start into an unbounded queue for 30 s) reaches
+/// ~19–20 MiB in flight (p95 delay 14259 ms, the uncapped simulator's 14253); half of 32 MiB
+/// would stop it at 16 MiB (11586 ms), 62.5 % (20 MiB) does not.
+pub const SCALING_RATIO: u64 = 160;
+
+impl Transport {
+    /// The receive window of a flow without `rwnd`: `rmem_max` · [`SCALING_RATIO`] / 256.
+    pub fn default_rwnd(&self) -> u64 {
+        self.rmem_max.0 * SCALING_RATIO / 256
+    }
 }
 
 fn default_rto_max() -> Dur {
     Dur::from_millis(120_000)
+}
+fn default_rmem_max() -> Bytes {
+    Bytes(32 << 20)
 }
 fn default_true() -> bool {
     true
@@ -68,14 +109,23 @@ fn default_true() -> bool {
 
 impl Default for Transport {
     fn default() -> Self {
-        Transport { handshake: true, rto: RtoModel::default(), rto_max: default_rto_max(), undo: true, tso: true }
+        Transport {
+            handshake: true,
+            rto: RtoModel::default(),
+            rto_max: default_rto_max(),
+            undo: true,
+            tso: true,
+            prr: true,
+            tlp: true,
+            rmem_max: default_rmem_max(),
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use crate::scenario::{RtoModel, Scenario, Transport};
-    use crate::units::Dur;
+    use crate::units::{Bytes, Dur};
 
     const BASE: &str = "[link]\nrate = \"12Mbps\"\n[[flows]]\nscheme = \"cubic\"\n";
 
@@ -87,8 +137,11 @@ mod tests {
             (s.transport.handshake, s.transport.rto, s.transport.rto_max, s.transport.undo, s.transport.tso),
             (true, RtoModel::Linux, Dur(120_000_000_000), true, true)
         );
+        assert_eq!((s.transport.prr, s.transport.tlp, s.transport.rmem_max), (true, true, Bytes(33_554_432)));
+        assert_eq!(s.transport.default_rwnd(), 20 << 20, "tcp_win_from_space at scaling_ratio 160");
         let text = format!(
-            "{BASE}[transport]\nhandshake = false\nrto = \"rfc6298\"\nrto_max = \"60s\"\nundo = false\ntso = false\n"
+            "{BASE}[transport]\nhandshake = false\nrto = \"rfc6298\"\nrto_max = \"60s\"\nundo = false\ntso = false\n\
+             prr = false\ntlp = false\nrmem_max = \"6291456B\"\n"
         );
         let s = Scenario::parse(&text, "t.toml").unwrap();
         assert_eq!(
@@ -98,7 +151,10 @@ mod tests {
                 rto: RtoModel::Rfc6298,
                 rto_max: Dur(60_000_000_000),
                 undo: false,
-                tso: false
+                tso: false,
+                prr: false,
+                tlp: false,
+                rmem_max: Bytes(6_291_456),
             }
         );
     }
@@ -109,6 +165,8 @@ mod tests {
         assert!(e.contains("field `transport.rto`") && e.contains("linux") && e.contains("rfc6298"), "{e}");
         let e = Scenario::parse(&format!("{BASE}[transport]\nrto_max = \"0s\"\n"), "t.toml").unwrap_err().to_string();
         assert!(e.contains("field `transport.rto_max`: must be positive"), "{e}");
+        let e = Scenario::parse(&format!("{BASE}[transport]\nrmem_max = \"1KB\"\n"), "t.toml").unwrap_err().to_string();
+        assert!(e.contains("field `transport.rmem_max`: must hold"), "{e}");
         let e = Scenario::parse(&format!("{BASE}[transport]\nfrt0 = true\n"), "t.toml").unwrap_err().to_string();
         assert!(e.contains("transport"), "{e}");
     }

@@ -245,6 +245,9 @@ impl CongestionControl for Audited {
     fn in_slow_start(&self) -> bool {
         self.cc.in_slow_start()
     }
+    fn uses_prr(&self) -> bool {
+        self.cc.uses_prr()
+    }
     fn snapshot(&self) -> cclab_cc::CcSnapshot {
         self.cc.snapshot()
     }

@@ -39,6 +39,9 @@ struct Shared {
     slow_start: bool,
     /// What `min_tso_segs` answers: Some for a controller that models a Linux module.
     min_tso_segs: Option<u64>,
+    /// What `uses_prr` answers, and the window a congestion event cuts to (None: no cut).
+    uses_prr: bool,
+    cut_to: Option<u64>,
     heard: Vec<Heard>,
     /// When `on_init` ran and the RTT state it was given.
     init: Option<(Time, RttStats)>,
@@ -66,7 +69,11 @@ impl CongestionControl for Recorder {
         });
     }
     fn on_congestion_event(&mut self, ev: &CongestionEvent, _ctx: &mut CcContext) {
-        self.0.lock().unwrap().heard.push(Heard::Congestion(*ev));
+        let mut sh = self.0.lock().unwrap();
+        sh.heard.push(Heard::Congestion(*ev));
+        if let Some(w) = sh.cut_to {
+            sh.cwnd = w;
+        }
     }
     fn on_rto(&mut self, now: Time, _ctx: &mut CcContext) {
         self.0.lock().unwrap().heard.push(Heard::Rto(now));
@@ -95,6 +102,9 @@ impl CongestionControl for Recorder {
     fn min_tso_segs(&self) -> Option<u64> {
         self.0.lock().unwrap().min_tso_segs
     }
+    fn uses_prr(&self) -> bool {
+        self.0.lock().unwrap().uses_prr
+    }
     fn snapshot(&self) -> CcSnapshot {
         CcSnapshot::default()
     }
@@ -117,6 +127,8 @@ impl Harness {
             pacing: None,
             slow_start: false,
             min_tso_segs: None,
+            uses_prr: false,
+            cut_to: None,
             heard: Vec::new(),
             init: None,
         }));
@@ -263,7 +275,7 @@ fn rto_is_srtt_plus_four_rttvar_clamped_by_min_rto_and_doubles_on_backoff() {
     // RFC 6298 §2.2–2.4 (RTO = SRTT + max(G, 4·RTTVAR), at least the minimum RTO), §5.5 (back
     // off by doubling), §5.1 (armed when data is sent and the timer is not running), as
     // `[transport] rto = "rfc6298"` computes it.
-    let mut h = Harness::with(100, SenderConfig { rto: RtoModel::Rfc6298, ..Default::default() });
+    let mut h = Harness::with(100, SenderConfig { rto: RtoModel::Rfc6298, tlp: false, ..Default::default() });
     h.send(0, 1);
     assert_eq!(h.s.next_timeout(), Some(SEC), "RFC 6298 §2.1: 1 s before any RTT sample");
     h.ack(100 * MS, &[(0, 1)]); // srtt 100, rttvar 50: RTO 300 ms
@@ -301,7 +313,7 @@ fn rto_is_srtt_plus_four_rttvar_clamped_by_min_rto_and_doubles_on_backoff() {
 #[test]
 fn rto_never_goes_below_the_minimum() {
     // RFC 6298 §2.4 with Linux's 200 ms floor (`min_rto` here): a 10 ms path still waits 200 ms.
-    let mut h = Harness::with(100, SenderConfig { rto: RtoModel::Rfc6298, ..Default::default() });
+    let mut h = Harness::with(100, SenderConfig { rto: RtoModel::Rfc6298, tlp: false, ..Default::default() });
     h.send(0, 1);
     h.ack(10 * MS, &[(0, 1)]); // srtt 10 ms, rttvar 5 ms: 30 ms unclamped
     h.send(10 * MS, 1);
@@ -323,7 +335,10 @@ fn rto_never_goes_below_the_minimum() {
 fn backoff_doubles_up_to_the_configured_cap() {
     // RFC 6298 §5.5 (double on every expiry) and §2.5 (a maximum MAY be placed on RTO provided
     // it is at least 60 s); Linux's cap is TCP_RTO_MAX (120 s), here set to 60 s.
-    let mut h = Harness::with(100, SenderConfig { rto: RtoModel::Rfc6298, rto_max: 60 * SEC, ..Default::default() });
+    let mut h = Harness::with(
+        100,
+        SenderConfig { rto: RtoModel::Rfc6298, rto_max: 60 * SEC, tlp: false, ..Default::default() },
+    );
     h.send(0, 1);
     h.ack(100 * MS, &[(0, 1)]); // RTO 300 ms
     h.send(100 * MS, 1);
@@ -343,7 +358,7 @@ fn backoff_doubles_up_to_the_configured_cap() {
 #[test]
 fn an_ack_restarts_the_rto_for_what_remains() {
     // RFC 6298 §5.3: when an ACK acknowledges new data, restart the timer.
-    let mut h = Harness::new(100);
+    let mut h = Harness::with(100, SenderConfig { tlp: false, ..Default::default() });
     h.send(0, 3);
     h.ack(100 * MS, &[(0, 1)]);
     assert_eq!(h.s.next_timeout(), Some(100 * MS + 300 * MS));
@@ -695,7 +710,8 @@ fn a_message_after_idle_reports_the_idle_time_to_the_controller() {
 /// A flow with srtt 100 ms (Linux RTO 300 ms) and five packets (ids 1–5) sent at 100 ms whose
 /// ACKs are late: the timeout fires at 400 ms and the retransmission of id 1 leaves as id 6.
 fn timed_out(cfg: SenderConfig) -> Harness {
-    let mut h = Harness::with(100, cfg);
+    // Without tail-loss probes, which would repair this tail before the timeout.
+    let mut h = Harness::with(100, SenderConfig { tlp: false, ..cfg });
     h.send(0, 1);
     h.ack(100 * MS, &[(0, 1)]);
     assert_eq!(h.send(100 * MS, 5), vec![1, 2, 3, 4, 5]);
@@ -837,4 +853,151 @@ fn stopping_while_connecting_cancels_the_handshake() {
     assert_eq!(h.s.next_timeout(), None);
     h.s.on_syn_ack(30 * MS, 0);
     assert!(h.s.poll_transmit(30 * MS).is_none(), "a stopped flow does not start on a late SYN-ACK");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Proportional Rate Reduction ([transport] prr).
+
+/// A 10-packet window of a controller Linux runs PRR for, halved to 5 at a congestion event:
+/// ids 0–9 sent, then a SACK of 1–3 finds id 0 lost (dupthresh) and starts recovery.
+fn in_recovery(cfg: SenderConfig) -> Harness {
+    let mut h = Harness::with(10, cfg);
+    {
+        let mut sh = h.cc.lock().unwrap();
+        (sh.uses_prr, sh.cut_to) = (true, Some(5 * MSS));
+    }
+    h.send(0, 10);
+    h.ack(100 * MS, &[(1, 4)]);
+    assert_eq!(h.s.ca_state(), CaState::Recovery);
+    assert_eq!(h.s.in_flight(), 6 * MSS, "10 sent, 3 SACKed, 1 lost");
+    h
+}
+
+#[test]
+fn prr_sends_in_proportion_to_delivery_during_recovery() {
+    // tcp_cwnd_reduction (net/ipv4/tcp_input.c), RFC 6937 §3 with pipe > ssthresh: sndcnt =
+    // ceil(ssthresh · prr_delivered / prior_cwnd) − prr_out = ceil(5·3/10) − 0 = 2: the fast
+    // retransmission and one new packet leave on the ACK that starts recovery.
+    let mut h = in_recovery(SenderConfig::default());
+    let p = h.s.poll_transmit(100 * MS).expect("the fast retransmission");
+    assert!(p.retransmission && p.offset == 0);
+    let p = h.s.poll_transmit(100 * MS).expect("one new packet");
+    assert!(!p.retransmission && p.id == 11);
+    assert!(h.s.poll_transmit(100 * MS).is_none(), "PRR's quota is spent");
+    // Two more delivered: ceil(5·5/10) − 2 = 1.
+    h.ack(110 * MS, &[(1, 6)]);
+    assert_eq!(h.send(110 * MS, 1), vec![12]);
+    assert!(h.s.poll_transmit(110 * MS).is_none());
+    // Recovery ends when a packet sent after it began is acked (tcp_end_cwnd_reduction): the
+    // controller's window (5) governs again.
+    h.ack(200 * MS, &[(1, 13)]);
+    assert_eq!(h.s.ca_state(), CaState::Open);
+    assert_eq!(h.s.in_flight(), 0);
+    assert_eq!(h.send(200 * MS, 5).len(), 5);
+    assert!(h.s.poll_transmit(200 * MS).is_none(), "the controller's window of 5");
+}
+
+#[test]
+fn without_prr_the_cut_stops_sending_until_the_flight_drains() {
+    // `[transport] prr = false`, and every controller Linux does not run PRR for (BBR has its
+    // own cong_control): the cut window alone governs, so with 6 in flight over a window of 5
+    // not even the retransmission leaves until two more packets are delivered.
+    for h in [&mut in_recovery(SenderConfig { prr: false, ..Default::default() }), &mut {
+        let mut h = Harness::new(10);
+        h.cc.lock().unwrap().cut_to = Some(5 * MSS);
+        h.send(0, 10);
+        h.ack(100 * MS, &[(1, 4)]);
+        h
+    }] {
+        assert!(h.s.poll_transmit(100 * MS).is_none());
+        h.ack(110 * MS, &[(1, 6)]);
+        let p = h.s.poll_transmit(110 * MS).expect("4 in flight under 5");
+        assert!(p.retransmission && p.offset == 0);
+        assert!(h.s.poll_transmit(110 * MS).is_none());
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tail-loss probes ([transport] tlp).
+
+/// A sender with srtt 20 ms (one packet timed 0 → 20 ms; Linux RTO 20 + max(2·20, 200) = 220
+/// ms) that then sends `n` packets at 20 ms and hears nothing more.
+fn tail(cfg: SenderConfig, n: usize) -> Harness {
+    let mut h = Harness::with(100, cfg);
+    h.send(0, 1);
+    h.ack(20 * MS, &[(0, 1)]);
+    assert_eq!(h.s.rtt().smoothed, 20 * MS);
+    h.s.set_app_limit((1 + n as u64) * MSS);
+    h.send(20 * MS, n);
+    h
+}
+
+#[test]
+fn a_silent_tail_gets_a_probe_of_new_data_after_two_srtt() {
+    // RFC 8985 §7.2 / Linux tcp_schedule_loss_probe: "Probe timeout is 2*rtt. Add minimum RTO
+    // to account for delayed ack when there's one outstanding packet" (else TCP_TIMEOUT_MIN,
+    // 2 jiffies); tcp_send_loss_probe sends new data when there is some, outside the window
+    // (tcp_write_xmit with push_one = 2: "Force out a loss probe pkt.").
+    let mut h = Harness::with(10, SenderConfig::default());
+    h.send(0, 1);
+    h.ack(20 * MS, &[(0, 1)]);
+    assert_eq!(h.send(20 * MS, 10).len(), 10);
+    assert!(h.s.poll_transmit(20 * MS).is_none(), "the window is full");
+    assert_eq!(h.s.next_timeout(), Some(20 * MS + 2 * 20 * MS + 2 * MS));
+    h.s.on_timeout(62 * MS);
+    let p = h.s.poll_transmit(62 * MS).expect("the probe");
+    assert!(!p.retransmission && p.id == 11 && p.offset == 11 * MSS, "{p:?}");
+    assert!(h.s.poll_transmit(62 * MS).is_none(), "one probe, then the window again");
+    assert_eq!((h.s.stats.tlp_probes, h.s.stats.rto_count), (1, 0));
+    // tcp_rearm_rto after the probe: a full RTO from now, and no second probe this episode.
+    assert_eq!(h.s.next_timeout(), Some(62 * MS + 220 * MS));
+}
+
+#[test]
+fn with_no_new_data_the_probe_resends_the_last_segment_and_its_ack_starts_fast_recovery() {
+    // tcp_send_loss_probe: "skb = skb_rb_last(&sk->tcp_rtx_queue)" retransmitted. The probe's
+    // ACK lets RACK declare the tail lost (RFC 8985 §7.1: "so that the sender can trigger fast
+    // recovery instead of an RTO"): a congestion event, no timeout, and the last segment, which
+    // the probe delivered, is not sent a third time.
+    let mut h = tail(SenderConfig::default(), 3); // ids 1–3
+    h.s.on_timeout(62 * MS);
+    let p = h.s.poll_transmit(62 * MS).expect("the probe");
+    assert!(p.retransmission && p.id == 4 && p.offset == 3 * MSS, "{p:?}");
+    h.ack(90 * MS, &[(4, 5)]);
+    assert_eq!(h.s.ca_state(), CaState::Recovery);
+    assert_eq!((h.s.stats.rto_count, h.s.stats.packets_lost), (0, 3));
+    let again: Vec<u64> = std::iter::from_fn(|| h.s.poll_transmit(90 * MS)).map(|p| p.offset).collect();
+    assert_eq!(again, vec![MSS, 2 * MSS], "ids 1 and 2 again; id 3's data arrived with the probe");
+}
+
+#[test]
+fn one_packet_out_waits_for_a_delayed_ack_and_never_past_the_rto() {
+    // tcp_schedule_loss_probe: 2·srtt + TCP_RTO_MIN with one packet out (40 + 200 ms), but "If
+    // the RTO formula yields an earlier time, then use that time": the RTO, 220 ms. The timer
+    // then fires as a probe, not a timeout.
+    let mut h = tail(SenderConfig::default(), 1);
+    assert_eq!(h.s.next_timeout(), Some(20 * MS + 220 * MS));
+    h.s.on_timeout(240 * MS);
+    assert!(h.s.poll_transmit(240 * MS).expect("the probe").retransmission);
+    assert_eq!((h.s.stats.tlp_probes, h.s.stats.rto_count), (1, 0));
+}
+
+#[test]
+fn tlp_off_leaves_the_tail_to_the_rto() {
+    // `[transport] tlp = false` (net.ipv4.tcp_early_retrans < 3): the RTO alone.
+    let mut h = tail(SenderConfig { tlp: false, ..Default::default() }, 3);
+    assert_eq!(h.s.next_timeout(), Some(20 * MS + 220 * MS));
+    h.s.on_timeout(240 * MS);
+    assert_eq!((h.s.stats.tlp_probes, h.s.stats.rto_count), (0, 1));
+}
+
+#[test]
+fn a_flow_without_rwnd_gets_linuxs_autotuned_window_ceiling() {
+    // tcp_rmem[2] (32 MiB on 6.16 and later) scaled by tcp_win_from_space's scaling_ratio
+    // (160/256 for full-sized segments): 20 MiB; a flow's own `rwnd` replaces it.
+    use cclab_core::scenario::Transport;
+    let spec: FlowSpec = toml::from_str("scheme = \"cubic\"").unwrap();
+    assert_eq!(SenderConfig::for_flow(&spec, &Transport::default(), MSS).rwnd, 20 << 20);
+    let spec: FlowSpec = toml::from_str("scheme = \"cubic\"\nrwnd = \"64KB\"").unwrap();
+    assert_eq!(SenderConfig::for_flow(&spec, &Transport::default(), MSS).rwnd, 64_000);
 }
