@@ -14,6 +14,9 @@ RTO_MIN = 200_000_000
 class NewReno(cclab.Controller):
     """TCP NewReno (RFC 5681/6582), in Python."""
 
+    # Linux's reno has no cong_control hook, so the transport runs PRR in recovery (as for Rust's).
+    prr = True
+
     def __init__(self, mss: int, init_cwnd: int = 0) -> None:
         super().__init__(mss)
         # 0: RFC 6928's min(10·MSS, max(2·MSS, 14600 B)), as the Rust scheme's default.

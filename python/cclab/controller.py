@@ -60,6 +60,10 @@ class Controller:
     slow_start: bool = False
     #: When `on_timer` should next run (ns of simulated time), or None.
     next_timer: int | None = None
+    #: Whether the transport meters the window out by Proportional Rate Reduction during fast
+    #: recovery (`[transport] prr`), as Linux does for modules without their own `cong_control`
+    #: (reno, cubic). Set it to True in a twin of such a module; read once, when the flow starts.
+    prr: bool = False
 
     def __init__(self, mss: int, **options: Any) -> None:
         self.mss = mss

@@ -218,6 +218,8 @@ pub struct PyController {
     next_timer: Option<Time>,
     /// Bytes in flight as last reported by a send or an ACK: what `on_rto` passes as FlightSize.
     flight: u64,
+    /// The class's `prr` attribute (`Controller::uses_prr`).
+    prr: bool,
     /// Set once a hook raised: the controller is no longer called (its window stays put) while
     /// the run winds down to re-raise the exception.
     failed: bool,
@@ -238,6 +240,7 @@ impl PyController {
             idle_restart: overrides("on_idle_restart")?,
             packets_lost: overrides("on_packets_lost")?,
         };
+        let prr = obj.bind(py).getattr("prr")?.is_truthy()?;
         let mut c = PyController {
             name,
             obj,
@@ -248,6 +251,7 @@ impl PyController {
             slow_start: false,
             next_timer: None,
             flight: 0,
+            prr,
             failed: false,
         };
         c.refresh(py)?;
@@ -416,6 +420,10 @@ impl CongestionControl for PyController {
 
     fn in_slow_start(&self) -> bool {
         self.slow_start
+    }
+
+    fn uses_prr(&self) -> bool {
+        self.prr
     }
 
     fn snapshot(&self) -> CcSnapshot {
