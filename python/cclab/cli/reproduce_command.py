@@ -77,7 +77,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--schemes",
         metavar="A,B",
-        help="only these schemes (bundler: configurations) (comma-separated)",
+        help="only these schemes (bundler: configurations, or the opt-in variants mixed, "
+        "bbr-hosts, elastic) (comma-separated)",
     )
     parser.add_argument(
         "--quick",
@@ -128,6 +129,10 @@ HEADERS = {
     "fct_median_ms": "median FCT ms",
     "small_slowdown_median": "<10KB median",
     "completed_pct": "completed %",
+    "paper_fct_median_ms": "paper FCT ms",
+    "bundle_mbps": "bundle Mbit/s",
+    "bundle_change_pct": "bundle Δ %",
+    "paper_change_pct": "paper Δ %",
 }
 
 
