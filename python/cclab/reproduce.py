@@ -111,7 +111,7 @@ QUICK_EMU_DURATION = "25s"
 BUNDLER_SEEDS = [0, 17, 26, 28, 41, 62, 67, 68, 88, 99]
 
 #: Rows beyond the main comparison, each run only when named in `schemes` (by the variant's
-#: name or a configuration's), on the simulator only; reproduction-targets §1.3:
+#: name or a configuration's); reproduction-targets §1.3:
 #: - "mixed" (B1, B2): the Jan-2019 internal draft's workload, `bundler-mixed.toml` (MIXED_CDF
 #:   and one backlogged connection); its published numbers are median FCTs.
 #: - "bbr-hosts" (B7): BBR end hosts on the main scenario, with and without Bundler.
@@ -123,6 +123,9 @@ BUNDLER_VARIANTS: dict[str, list[str]] = {
     "bbr-hosts": ["status-quo-bbr-hosts", "bundler-bbr-hosts"],
     "elastic": [f"elastic-{kind}-{n}" for n in (10, 30, 50) for kind in ("status-quo", "bundler")],
 }
+#: The variants `engine="emu"` refuses (their scenarios' quick shapes and the elastic rows'
+#: 180 s of 70 kernel flows are not set up for real time); bbr-hosts runs there with Linux's BBR.
+SIM_ONLY_VARIANTS = ("mixed", "elastic")
 #: B1/B2 (draft `2b8eecf`, `e13e9c9`): median FCT in ms.
 PAPER_BUNDLER_FCT_MS = {
     "mixed-status-quo": 147.0,
@@ -700,7 +703,8 @@ def bundler(
     the experiment directory with `bundler.{csv,txt}` (one row per configuration, the median
     and p99 slowdown beside the published ones) and `bundler-runs.csv`. `schemes` picks
     configurations by name, or a variant of `BUNDLER_VARIANTS` by its name ("mixed",
-    "bbr-hosts", "elastic": rows with their own published numbers, on the simulator only)."""
+    "bbr-hosts", "elastic": rows with their own published numbers; on the emulator only
+    bbr-hosts, with Linux's BBR)."""
     path = scenario_path("bundler", scenario_dir)
     n_seeds = seeds if seeds is not None else (1 if quick else len(BUNDLER_SEEDS))
     if n_seeds < 1:
@@ -724,9 +728,10 @@ def bundler(
         configurations = {k: v for k, v in every.items() if k in EMU_CONFIGURATIONS}
     else:
         configurations = {k: v for k, v in every.items() if k not in variant_rows}
-    if engine == "emu" and variant_rows & set(configurations):
+    sim_only = {c for v in SIM_ONLY_VARIANTS for c in BUNDLER_VARIANTS[v]}
+    if engine == "emu" and sim_only & set(configurations):
         raise ValueError(
-            f"the {', '.join(BUNDLER_VARIANTS)} rows run on the simulator only (engine sim)"
+            f"the {', '.join(SIM_ONLY_VARIANTS)} rows run on the simulator only (engine sim)"
         )
     specs = []
     for name, (scenario, overrides) in configurations.items():
@@ -742,6 +747,10 @@ def bundler(
             shape = dict(QUICK_MIXED if scenario == "bundler-mixed" else QUICK_ELASTIC)
         if engine == "emu":
             shape["flows__0__scheme"] = EMU_END_HOSTS
+            # A row's own end hosts (bbr-hosts) are Linux's too.
+            overrides = {
+                k: f"kernel:{v}" if k.endswith("__scheme") else v for k, v in overrides.items()
+            }
         specs += [
             RunSpec(
                 name=f"{name}-r{seed}",
@@ -858,10 +867,11 @@ def _bundler_analysis(
             "(paper: 28% lower; target of issue 11: at least 20% lower)"
         )
     hosts = (
-        "Linux's Cubic (kernel TCP in the emulator's namespaces, in real time)"
+        "Linux's Cubic (BBR in the bbr-hosts rows; kernel TCP in the emulator's namespaces, "
+        "in real time)"
         if engine == "emu"
-        else "cclab's Cubic over its own transport (it restarts a connection's window after an "
-        "idle RTO as Linux does, but has no kernel socket buffers)"
+        else "cclab's Cubic (BBR in the bbr-hosts rows) over its own transport (it restarts a "
+        "connection's window after an idle RTO as Linux does, but has no kernel socket buffers)"
     )
     notes.append(
         f"known differences: the end hosts are {hosts}; the "
@@ -887,9 +897,10 @@ def _bundler_analysis(
     if quick:
         n = QUICK_EMU_REQUESTS if engine == "emu" else QUICK_REQUESTS
         mixed = QUICK_MIXED["flows__0__requests__max_requests"]
+        others = "" if engine == "emu" else f" ({mixed:,} for mixed; elastic keeps 180 s)"
         notes.append(
-            f"--quick: one seed; {n:,} requests per run of the main scenario ({mixed:,} for the "
-            "mixed rows; the elastic rows keep 180 s); the tail (p99) is noisy at this size"
+            f"--quick: one seed; {n:,} requests per run of the main scenario{others}; the tail "
+            "(p99) is noisy at this size"
         )
     return _Analysis(
         table=table, files=[f.name for f in files], notes=notes, details={"runs": runs}
@@ -949,9 +960,13 @@ def _variant_notes(by: dict[str, dict[str, Any]], table: pd.DataFrame) -> list[s
             "end hosts (EuroSys'21: 58% lower)"
         )
         if "status-quo" in by and "bundler" in by:
+            cubic = by["status-quo"]["slowdown_median"]
+            worse = sq["slowdown_median"] > cubic
             line += (
-                f"; with Cubic end hosts here: status quo {by['status-quo']['slowdown_median']:.2f}"
-                f", Bundler {by['bundler']['slowdown_median']:.2f}"
+                f"; with Cubic end hosts here: status quo {cubic:.2f}, Bundler "
+                f"{by['bundler']['slowdown_median']:.2f}, so BBR end hosts "
+                + ("make" if worse else "do not make")
+                + " the status quo worse (paper: they do, 1.62 -> 2.68)"
             )
         notes.append(line)
     elastic = table[table["bundle_change_pct"].notna()]
