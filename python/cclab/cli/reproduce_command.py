@@ -134,6 +134,7 @@ HEADERS = {
     "bundle_mbps": "bundle Mbit/s",
     "bundle_change_pct": "bundle Δ %",
     "paper_change_pct": "paper Δ %",
+    "settled_change_pct": "Δ % from 20 s",
 }
 
 
