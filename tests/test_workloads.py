@@ -194,3 +194,75 @@ def test_reproduce_finds_the_shipped_scenarios() -> None:
     found = reproduce.scenario_path("bundler")
     assert found == package_data("scenarios", "repro", "bundler.toml")
     assert found.samefile(REPO / "scenarios" / "repro" / "bundler.toml")
+
+
+def test_mixed_variant_bundler_cuts_the_median_fct(tmp_path) -> None:
+    """`--schemes mixed` (the Jan-2019 draft's MIXED_CDF workload plus one backlogged
+    connection), quick: Bundler cuts the status quo's median FCT by more than half (draft: 147
+    -> 58 ms; measured at this size 183 -> 55 ms). FIFO at the inbox is not asserted worse than
+    the status quo: the draft's +18% shrinks to +4% here (191 ms), within one seed's noise."""
+    rep = reproduce.bundler(quick=True, schemes=["mixed"], out=tmp_path / "out")
+    table = rep.table.set_index("configuration")
+    assert list(table.index) == ["mixed-status-quo", "mixed-bundler", "mixed-fifo-at-inbox"]
+    fct = table["fct_median_ms"]
+    assert fct["mixed-bundler"] <= 0.5 * fct["mixed-status-quo"], fct
+    assert table.loc["mixed-bundler", "paper_fct_median_ms"] == 58.0
+    assert any("Jan-2019" in note for note in rep.notes), rep.notes
+
+
+def test_bbr_end_hosts_bundler_stays_close_to_one(tmp_path) -> None:
+    """`--schemes bbr-hosts` (B7), quick: with BBR end hosts Bundler keeps the median slowdown
+    near 1 (SIGCOMM'19: 1.14; measured 1.06) and well below the status quo's (measured 2.61).
+    The paper's other finding, that BBR end hosts make the status quo worse than Cubic ones
+    (1.62 -> 2.68), does not hold here (2.61 vs Cubic's 2.66), so it is not asserted."""
+    rep = reproduce.bundler(quick=True, schemes=["bbr-hosts"], out=tmp_path / "out")
+    table = rep.table.set_index("configuration")
+    median = table["slowdown_median"]
+    assert median["bundler-bbr-hosts"] <= 1.3, median
+    assert median["bundler-bbr-hosts"] <= 0.6 * median["status-quo-bbr-hosts"], median
+    assert table.loc["status-quo-bbr-hosts", "paper_median"] == 2.68
+    run = load_run(next((tmp_path / "out").glob("**/bundler-bbr-hosts-r0")))
+    assert 'scheme = "bbr"' in (run.path / "scenario.toml").read_text()
+
+
+def test_elastic_cross_traffic_costs_the_bundle_some_not_most(tmp_path) -> None:
+    """B17 at 10 cross Cubic flows (180 s, one seed): with Nimbus (elasticity switching) at
+    the inbox the bundle loses some but not most of its status-quo throughput. Measured -34%
+    (paper -12%); the bounds allow for the ~20 s Nimbus spends in delay mode before it
+    switches, not for a starved bundle (Copa at the inbox: -99%). At 50 cross flows the bundle
+    loses nothing here (+7%; paper -22%), so that count is not run."""
+    names = ["elastic-status-quo-10", "elastic-bundler-10"]
+    rep = reproduce.bundler(quick=True, schemes=names, out=tmp_path / "out")
+    table = rep.table.set_index("configuration")
+    change = table["bundle_change_pct"]
+    assert -50 <= change["elastic-bundler-10"] <= -5, change
+    assert math.isnan(change["elastic-status-quo-10"])
+    assert table.loc["elastic-bundler-10", "paper_change_pct"] == -12.0
+    # The status quo shares the link about per flow: 20 of 30 flows get roughly 2/3 of it.
+    assert 50 <= table.loc["elastic-status-quo-10", "bundle_mbps"] <= 80, table
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or not Path("/dev/net/tun").exists(),
+    reason="the emulator needs root and /dev/net/tun",
+)
+def test_bbr_hosts_on_the_emulator_are_linux_bbr(tmp_path) -> None:
+    """`--engine emu --schemes bbr-hosts`: the rows' end hosts become Linux's BBR. Two runs of
+    2,000 requests (6 s each, in real time); Bundler keeps the median slowdown near 1 (quick,
+    10,000 requests: 1.09 against the status quo's 2.73)."""
+    scenarios = _short_bundler(tmp_path, 2000, "6s")
+    rep = reproduce.bundler(
+        seeds=1, engine="emu", out=tmp_path / "out", scenario_dir=scenarios, schemes=["bbr-hosts"]
+    )
+    median = rep.table.set_index("configuration")["slowdown_median"]
+    assert median["bundler-bbr-hosts"] <= 1.3, median
+    run = load_run(next((tmp_path / "out").glob("**/bundler-bbr-hosts-r0")))
+    assert 'scheme = "kernel:bbr"' in (run.path / "scenario.toml").read_text()
+
+
+def test_bundler_variants_are_named_and_simulator_only() -> None:
+    with pytest.raises(ValueError, match=r"unknown configuration nope.*mixed, bbr-hosts, elastic"):
+        reproduce.bundler(quick=True, schemes=["nope"])
+    for variant in ("mixed", "elastic"):
+        with pytest.raises(ValueError, match="simulator only"):
+            reproduce.bundler(quick=True, engine="emu", schemes=[variant])

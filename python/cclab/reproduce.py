@@ -110,6 +110,102 @@ QUICK_EMU_DURATION = "25s"
 #: The fig7 config's seeds (reproduction-targets §1.2).
 BUNDLER_SEEDS = [0, 17, 26, 28, 41, 62, 67, 68, 88, 99]
 
+#: Rows beyond the main comparison, each run only when named in `schemes` (by the variant's
+#: name or a configuration's); reproduction-targets §1.3:
+#: - "mixed" (B1, B2): the Jan-2019 internal draft's workload, `bundler-mixed.toml` (MIXED_CDF
+#:   and one backlogged connection); its published numbers are median FCTs.
+#: - "bbr-hosts" (B7): BBR end hosts on the main scenario, with and without Bundler.
+#: - "elastic" (B17): 20 backlogged Cubic flows in the bundle against 10/30/50 backlogged Cubic
+#:   cross flows, `bundler-elastic.toml`; the published number is the bundle's throughput change
+#:   against the status quo with the same cross traffic.
+BUNDLER_VARIANTS: dict[str, list[str]] = {
+    "mixed": ["mixed-status-quo", "mixed-bundler", "mixed-fifo-at-inbox"],
+    "bbr-hosts": ["status-quo-bbr-hosts", "bundler-bbr-hosts"],
+    "elastic": [f"elastic-{kind}-{n}" for n in (10, 30, 50) for kind in ("status-quo", "bundler")],
+}
+#: The variants `engine="emu"` refuses (their scenarios' quick shapes and the elastic rows'
+#: 180 s of 70 kernel flows are not set up for real time); bbr-hosts runs there with Linux's BBR.
+SIM_ONLY_VARIANTS = ("mixed", "elastic")
+#: B1/B2 (draft `2b8eecf`, `e13e9c9`): median FCT in ms.
+PAPER_BUNDLER_FCT_MS = {
+    "mixed-status-quo": 147.0,
+    "mixed-bundler": 58.0,
+    "mixed-fifo-at-inbox": 173.0,
+}
+#: B7 (SIGCOMM'19 submission `robust.tex`): median slowdown with BBR end hosts; their Cubic
+#: baselines there were status quo 1.62 and Bundler 1.08.
+PAPER_BUNDLER_BBR_HOSTS = {"status-quo-bbr-hosts": 2.68, "bundler-bbr-hosts": 1.14}
+#: B17 (EuroSys'21 `elastic-cross.tex`): the bundle's throughput change (%) with Bundler against
+#: the status quo, by cross-flow count; the paper gives 10 and 50 flows and the average (-18 %).
+PAPER_ELASTIC_CHANGE_PCT = {10: -12.0, 50: -22.0}
+PAPER_ELASTIC_AVERAGE_PCT = -18.0
+#: The backlogged Cubic flows in the bundle of `bundler-elastic.toml` (its first flow entry).
+ELASTIC_BUNDLE_FLOWS = 20
+#: The elastic rows also report the bundle's throughput after this many seconds
+#: (`bundle_mbps_settled`): the inbox's Nimbus spends about the first 20 s in delay mode before
+#: it finds the cross traffic elastic and switches, so this separates that start from the rest.
+ELASTIC_SETTLE_S = 20.0
+#: The elastic rows' inbox: Nimbus with elasticity detection on, which switches to passing
+#: traffic through when the cross traffic is elastic (the paper's mechanism for Fig. 10). A
+#: delay-controlling inbox without switching (Copa) starves the bundle against Cubic cross
+#: traffic (measured: under 1 % of its status-quo throughput at 10 to 50 cross flows).
+ELASTIC_INBOX = {"scheduler": BUNDLER_SCHEDULER, "controller": "nimbus", "switching": True}
+#: `--quick` shapes of the variants' scenarios: `bundler-mixed.toml` with 10,000 requests at
+#: ~200/s (50 s, plus 10 s to drain); `bundler-elastic.toml` keeps the paper's 180 s (one seed:
+#: a run takes ~3 s), since Nimbus takes tens of seconds to settle: in 60 s runs the bundle
+#: lost 52/30/13 % at 10/30/50 cross flows, in 180 s runs 34/3/-7 % (seed 0).
+QUICK_MIXED = {"duration": "60s", "flows__0__requests__max_requests": 10_000}
+QUICK_ELASTIC: dict[str, Any] = {}
+
+
+def _bundler_configurations() -> dict[str, tuple[str, dict[str, Any]]]:
+    """Every configuration `bundler` knows: its scenario (a name in `scenarios/repro`) and
+    overrides, main comparison and B9 first, then the variants' rows."""
+    copa_sfq = {"scheduler": BUNDLER_SCHEDULER, "controller": "copa"}
+    main = "bundler"
+    configurations: dict[str, tuple[str, dict[str, Any]]] = {
+        "status-quo": (main, {}),
+        "bundler": (main, {"middlebox": copa_sfq}),
+        "in-network": (main, {"link__aqm": BUNDLER_SCHEDULER}),
+        "fifo-at-inbox": (main, {"middlebox": {"scheduler": FIFO, "controller": "copa"}}),
+        # B9: the inbox's controller. The paper's Nimbus row is its delay mode ("BasicDelay"),
+        # so elasticity switching is off (there is no cross traffic to detect anyway).
+        "bundler-nimbus": (
+            main,
+            {
+                "middlebox": {
+                    "scheduler": BUNDLER_SCHEDULER,
+                    "controller": "nimbus",
+                    "switching": False,
+                }
+            },
+        ),
+        "bundler-bbr": (main, {"middlebox": {"scheduler": BUNDLER_SCHEDULER, "controller": "bbr"}}),
+        "mixed-status-quo": ("bundler-mixed", {}),
+        "mixed-bundler": ("bundler-mixed", {"middlebox": copa_sfq}),
+        "mixed-fifo-at-inbox": (
+            "bundler-mixed",
+            {"middlebox": {"scheduler": FIFO, "controller": "copa"}},
+        ),
+        "status-quo-bbr-hosts": (main, {"flows__0__scheme": "bbr"}),
+        "bundler-bbr-hosts": (main, {"flows__0__scheme": "bbr", "middlebox": copa_sfq}),
+    }
+    for n in (10, 30, 50):
+        cross = {"flows__1__count": n}
+        configurations[f"elastic-status-quo-{n}"] = ("bundler-elastic", cross)
+        configurations[f"elastic-bundler-{n}"] = (
+            "bundler-elastic",
+            {**cross, "middlebox": ELASTIC_INBOX},
+        )
+    return configurations
+
+
+def _elastic_cross_flows(configuration: str) -> int | None:
+    """The cross-flow count of an elastic row ("elastic-bundler-30" -> 30), else None."""
+    if not configuration.startswith("elastic-"):
+        return None
+    return int(configuration.rsplit("-", 1)[1])
+
 
 @dataclass
 class Reproduction:
@@ -610,61 +706,67 @@ def bundler(
     named in `schemes`; `quick`: 10,000 requests). Writes
     the experiment directory with `bundler.{csv,txt}` (one row per configuration, the median
     and p99 slowdown beside the published ones) and `bundler-runs.csv`. `schemes` picks
-    configurations by name."""
+    configurations by name, or a variant of `BUNDLER_VARIANTS` by its name ("mixed",
+    "bbr-hosts", "elastic": rows with their own published numbers; on the emulator only
+    bbr-hosts, with Linux's BBR)."""
     path = scenario_path("bundler", scenario_dir)
     n_seeds = seeds if seeds is not None else (1 if quick else len(BUNDLER_SEEDS))
     if n_seeds < 1:
         raise ValueError("seeds must be at least 1")
     seed_list = (BUNDLER_SEEDS + list(range(100, 100 + n_seeds)))[:n_seeds]
-    configurations: dict[str, dict[str, Any]] = {
-        "status-quo": {},
-        "bundler": {"middlebox": {"scheduler": BUNDLER_SCHEDULER, "controller": "copa"}},
-        "in-network": {"link__aqm": BUNDLER_SCHEDULER},
-        "fifo-at-inbox": {"middlebox": {"scheduler": FIFO, "controller": "copa"}},
-        # B9: the inbox's controller. The paper's Nimbus row is its delay mode ("BasicDelay"),
-        # so elasticity switching is off (there is no cross traffic to detect anyway).
-        "bundler-nimbus": {
-            "middlebox": {
-                "scheduler": BUNDLER_SCHEDULER,
-                "controller": "nimbus",
-                "switching": False,
-            }
-        },
-        "bundler-bbr": {"middlebox": {"scheduler": BUNDLER_SCHEDULER, "controller": "bbr"}},
-    }
+    every = _bundler_configurations()
+    variant_rows = {c for rows in BUNDLER_VARIANTS.values() for c in rows}
     notes: list[str] = []
     if schemes is not None:
-        unknown = [s for s in schemes if s not in configurations]
+        wanted: list[str] = []
+        for s in schemes:
+            wanted += BUNDLER_VARIANTS.get(s, [s])
+        unknown = [s for s in wanted if s not in every]
         if unknown:
             raise ValueError(
-                f"unknown configuration {', '.join(unknown)}; known: {', '.join(configurations)}"
+                f"unknown configuration {', '.join(unknown)}; known: {', '.join(every)}, "
+                f"and the variants {', '.join(BUNDLER_VARIANTS)}"
             )
-        configurations = {k: v for k, v in configurations.items() if k in schemes}
+        configurations = {k: v for k, v in every.items() if k in wanted}
     elif engine == "emu":
-        configurations = {k: v for k, v in configurations.items() if k in EMU_CONFIGURATIONS}
-    shape: dict[str, Any] = {}
-    if quick and engine == "emu":
-        shape = {
-            "duration": QUICK_EMU_DURATION,
-            "flows__0__requests__max_requests": QUICK_EMU_REQUESTS,
-        }
-    elif quick:
-        shape = {"duration": QUICK_DURATION, "flows__0__requests__max_requests": QUICK_REQUESTS}
-    if engine == "emu":
-        shape["flows__0__scheme"] = EMU_END_HOSTS
-    specs = [
-        RunSpec(
-            name=f"{name}-r{seed}",
-            scenario=path,
-            seed=seed,
-            engine=engine,
-            overrides={**shape, **overrides},
-            label=f"{name} seed {seed}",
-            tags={"scheme": name, "repetition": seed, "configuration": name},
+        configurations = {k: v for k, v in every.items() if k in EMU_CONFIGURATIONS}
+    else:
+        configurations = {k: v for k, v in every.items() if k not in variant_rows}
+    sim_only = {c for v in SIM_ONLY_VARIANTS for c in BUNDLER_VARIANTS[v]}
+    if engine == "emu" and sim_only & set(configurations):
+        raise ValueError(
+            f"the {', '.join(SIM_ONLY_VARIANTS)} rows run on the simulator only (engine sim)"
         )
-        for name, overrides in configurations.items()
-        for seed in seed_list
-    ]
+    specs = []
+    for name, (scenario, overrides) in configurations.items():
+        shape: dict[str, Any] = {}
+        if quick and engine == "emu":
+            shape = {
+                "duration": QUICK_EMU_DURATION,
+                "flows__0__requests__max_requests": QUICK_EMU_REQUESTS,
+            }
+        elif quick and scenario == "bundler":
+            shape = {"duration": QUICK_DURATION, "flows__0__requests__max_requests": QUICK_REQUESTS}
+        elif quick:
+            shape = dict(QUICK_MIXED if scenario == "bundler-mixed" else QUICK_ELASTIC)
+        if engine == "emu":
+            shape["flows__0__scheme"] = EMU_END_HOSTS
+            # A row's own end hosts (bbr-hosts) are Linux's too.
+            overrides = {
+                k: f"kernel:{v}" if k.endswith("__scheme") else v for k, v in overrides.items()
+            }
+        specs += [
+            RunSpec(
+                name=f"{name}-r{seed}",
+                scenario=scenario_path(scenario, scenario_dir),
+                seed=seed,
+                engine=engine,
+                overrides={**shape, **overrides},
+                label=f"{name} seed {seed}",
+                tags={"scheme": name, "repetition": seed, "configuration": name},
+            )
+            for seed in seed_list
+        ]
     plan = _plan("bundler", path, specs, list(configurations), n_seeds)
     schedulers = {
         name: (
@@ -672,7 +774,7 @@ def bundler(
             o.get("middlebox", {}).get("controller", "-"),
             o.get("link__aqm", FIFO),
         )
-        for name, o in configurations.items()
+        for name, (_, o) in configurations.items()
     }
 
     def analyse(batch: BatchResult, results: list[dict[str, Any]]) -> _Analysis:
@@ -699,9 +801,16 @@ def _bundler_analysis(
                 return math.nan
             return float(fct.loc[bucket, column])
 
+        name = _group(outcome)
+        bundle_mbps = settled_mbps = math.nan
+        if _elastic_cross_flows(name) is not None:
+            flows = run.summary[run.summary["flow"].notna()]
+            # The bundle is the scenario's first flow entry: flows 0..19 in the summary.
+            bundle_mbps = float(flows["throughput_mbps"].iloc[:ELASTIC_BUNDLE_FLOWS].sum())
+            settled_mbps = _bundle_mbps_after(run.timeseries, ELASTIC_SETTLE_S)
         per_run.append(
             {
-                "configuration": _group(outcome),
+                "configuration": name,
                 "seed": outcome.seed,
                 "requests": get("all", "requests"),
                 "completed": get("all", "completed"),
@@ -711,6 +820,8 @@ def _bundler_analysis(
                 "small_slowdown_median": get("small", "slowdown_median"),
                 "large_slowdown_median": get("large", "slowdown_median"),
                 "utilisation": _metric(run.meta.get("metrics") or {}, "utilisation"),
+                "bundle_mbps": bundle_mbps,
+                "bundle_mbps_settled": settled_mbps,
                 "wall_secs": outcome.wall_secs,
             }
         )
@@ -718,7 +829,8 @@ def _bundler_analysis(
     rows = []
     for name, (inbox, controller, bottleneck) in schedulers.items():
         mine = runs[runs["configuration"] == name]
-        paper_median, paper_p99 = PAPER_BUNDLER[name]
+        paper_median, paper_p99 = PAPER_BUNDLER.get(name, (math.nan, math.nan))
+        paper_median = PAPER_BUNDLER_BBR_HOSTS.get(name, paper_median)
         median = float(mine["slowdown_median"].median())
         p99 = float(mine["slowdown_p99"].median())
         rows.append(
@@ -734,12 +846,16 @@ def _bundler_analysis(
                 "paper_p99": paper_p99,
                 "paper_b9_median": PAPER_BUNDLER_B9.get(name, math.nan),
                 "fct_median_ms": float(mine["fct_median_ms"].median()),
+                "paper_fct_median_ms": PAPER_BUNDLER_FCT_MS.get(name, math.nan),
+                "bundle_mbps": float(mine["bundle_mbps"].median()),
+                "bundle_mbps_settled": float(mine["bundle_mbps_settled"].median()),
                 "small_slowdown_median": float(mine["small_slowdown_median"].median()),
-                "completed_pct": float(100 * mine["completed"].sum() / mine["requests"].sum()),
+                # NaN for the elastic rows, which carry no requests.
+                "completed_pct": _percent(mine["completed"].sum(), mine["requests"].sum()),
                 "utilisation": float(mine["utilisation"].mean()),
             }
         )
-    table = pd.DataFrame(rows)
+    table = _with_elastic_change(pd.DataFrame(rows))
     files = _save_table(table, batch.directory / "bundler")
     runs.to_csv(batch.directory / "bundler-runs.csv", index=False)
     files.append(batch.directory / "bundler-runs.csv")
@@ -758,10 +874,11 @@ def _bundler_analysis(
             "(paper: 28% lower; target of issue 11: at least 20% lower)"
         )
     hosts = (
-        "Linux's Cubic (kernel TCP in the emulator's namespaces, in real time)"
+        "Linux's Cubic (BBR in the bbr-hosts rows; kernel TCP in the emulator's namespaces, "
+        "in real time)"
         if engine == "emu"
-        else "cclab's Cubic over its own transport (it restarts a connection's window after an "
-        "idle RTO as Linux does, but has no kernel socket buffers)"
+        else "cclab's Cubic (BBR in the bbr-hosts rows) over its own transport (it restarts a "
+        "connection's window after an idle RTO as Linux does, but has no kernel socket buffers)"
     )
     notes.append(
         f"known differences: the end hosts are {hosts}; the "
@@ -783,14 +900,116 @@ def _bundler_analysis(
             "paper ran, never lets its bandwidth estimate fall and sets a 2-BDP window the inbox "
             "turns into a rate, which may overfill the bottleneck where ours does not"
         )
+    notes += _variant_notes(by, table)
     if quick:
         n = QUICK_EMU_REQUESTS if engine == "emu" else QUICK_REQUESTS
+        mixed = QUICK_MIXED["flows__0__requests__max_requests"]
+        others = "" if engine == "emu" else f" ({mixed:,} for mixed; elastic keeps 180 s)"
         notes.append(
-            f"--quick: {n:,} requests per run and one seed; the tail (p99) is noisy at this size"
+            f"--quick: one seed; {n:,} requests per run of the main scenario{others}; the tail "
+            "(p99) is noisy at this size"
         )
     return _Analysis(
         table=table, files=[f.name for f in files], notes=notes, details={"runs": runs}
     )
+
+
+def _bundle_mbps_after(timeseries: pd.DataFrame, start_s: float) -> float:
+    """The elastic bundle's mean throughput (Mbit/s, summed over its flows) over the time-series
+    bins from `start_s` on."""
+    ts = timeseries[(timeseries["flow"] < ELASTIC_BUNDLE_FLOWS) & (timeseries["t_s"] >= start_s)]
+    if ts.empty:
+        return math.nan
+    return float(ts.groupby("t_s")["throughput_mbps"].sum().mean())
+
+
+def _percent(part: float, whole: float) -> float:
+    return float(100 * part / whole) if whole > 0 else math.nan
+
+
+def _with_elastic_change(table: pd.DataFrame) -> pd.DataFrame:
+    """Adds the elastic rows' bundle throughput change against the status quo with the same
+    cross traffic (`bundle_change_pct`, on the Bundler row) beside the paper's."""
+    table = table.copy()
+    table["bundle_change_pct"] = math.nan
+    table["paper_change_pct"] = math.nan
+    table["settled_change_pct"] = math.nan
+    by = {c: i for i, c in enumerate(table["configuration"])}
+    for name, i in by.items():
+        n = _elastic_cross_flows(name)
+        base = f"elastic-status-quo-{n}"
+        if n is None or not name.startswith("elastic-bundler-") or base not in by:
+            continue
+        ours = table.at[i, "bundle_mbps"] / table.at[by[base], "bundle_mbps"] - 1
+        table.at[i, "bundle_change_pct"] = 100 * ours
+        table.at[i, "paper_change_pct"] = PAPER_ELASTIC_CHANGE_PCT.get(n, math.nan)
+        settled = table.at[i, "bundle_mbps_settled"] / table.at[by[base], "bundle_mbps_settled"]
+        table.at[i, "settled_change_pct"] = 100 * (settled - 1)
+    return table
+
+
+def _variant_notes(by: dict[str, dict[str, Any]], table: pd.DataFrame) -> list[str]:
+    """The summary lines of the variants' rows (`BUNDLER_VARIANTS`) that ran."""
+    notes = []
+
+    def change(ours: float, base: float) -> str:
+        cut = 1 - ours / base
+        return f"{100 * cut:.0f}% lower" if cut >= 0 else f"{-100 * cut:.0f}% higher"
+
+    if "mixed-status-quo" in by and "mixed-bundler" in by:
+        sq = by["mixed-status-quo"]["fct_median_ms"]
+        line = (
+            f"mixed (Jan-2019 internal draft, never published; MIXED_CDF + 1 backlogged "
+            f"connection): median FCT status quo {sq:.0f} ms, Bundler "
+            f"{by['mixed-bundler']['fct_median_ms']:.0f} ms "
+            f"({change(by['mixed-bundler']['fct_median_ms'], sq)}; draft: 147 -> 58 ms, 61% lower)"
+        )
+        if "mixed-fifo-at-inbox" in by:
+            fifo = by["mixed-fifo-at-inbox"]["fct_median_ms"]
+            line += f", FIFO at inbox {fifo:.0f} ms ({change(fifo, sq)}; draft: 173 ms, 18% higher)"
+        notes.append(line)
+    if "status-quo-bbr-hosts" in by and "bundler-bbr-hosts" in by:
+        sq = by["status-quo-bbr-hosts"]
+        bu = by["bundler-bbr-hosts"]
+        line = (
+            f"bbr-hosts (B7): median slowdown with BBR end hosts status quo "
+            f"{sq['slowdown_median']:.2f}, Bundler {bu['slowdown_median']:.2f} (SIGCOMM'19: "
+            "2.68 and 1.14, from 1.62 and 1.08 with Cubic); Bundler's median FCT is "
+            f"{change(bu['fct_median_ms'], sq['fct_median_ms'])} than the status quo's with BBR "
+            "end hosts (EuroSys'21: 58% lower)"
+        )
+        if "status-quo" in by and "bundler" in by:
+            cubic = by["status-quo"]["slowdown_median"]
+            worse = sq["slowdown_median"] > cubic
+            line += (
+                f"; with Cubic end hosts here: status quo {cubic:.2f}, Bundler "
+                f"{by['bundler']['slowdown_median']:.2f}, so BBR end hosts "
+                + ("make" if worse else "do not make")
+                + " the status quo worse (paper: they do, 1.62 -> 2.68)"
+            )
+        notes.append(line)
+    elastic = table[table["bundle_change_pct"].notna()]
+    if len(elastic):
+        ours = ", ".join(
+            f"{_elastic_cross_flows(c)} flows {v:+.0f}%"
+            for c, v in zip(elastic["configuration"], elastic["bundle_change_pct"], strict=True)
+        )
+        settled = ", ".join(
+            f"{_elastic_cross_flows(c)} flows {v:+.0f}%"
+            for c, v in zip(elastic["configuration"], elastic["settled_change_pct"], strict=True)
+        )
+        notes.append(
+            f"elastic (B17): the bundle's throughput with Bundler against the status quo, by "
+            f"cross Cubic flows: {ours}; average {elastic['bundle_change_pct'].mean():+.0f}% "
+            f"(EuroSys'21: 10 flows -12%, 50 flows -22%, average {PAPER_ELASTIC_AVERAGE_PCT:.0f}% "
+            "over its counts). The inbox is Nimbus with elasticity switching (the paper's "
+            "mechanism for this figure), which spends about the first 20 s in delay mode, where "
+            "the bundle gets little; from 20 s on the change is "
+            f"{settled} (`settled_change_pct`). Not explained: why the bundle gains at many "
+            "cross flows. Copa at the inbox (no switching) starved the bundle when tried (seed "
+            "0: under 1% of its status-quo throughput)"
+        )
+    return notes
 
 
 def reproduce(name: str, **kwargs: Any) -> Reproduction:

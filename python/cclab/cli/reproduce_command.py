@@ -77,19 +77,21 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--schemes",
         metavar="A,B",
-        help="only these schemes (bundler: configurations) (comma-separated)",
+        help="only these schemes (bundler: configurations, or the opt-in variants mixed, "
+        "bbr-hosts, elastic) (comma-separated)",
     )
     parser.add_argument(
         "--quick",
         action="store_true",
-        help="bundler: 20,000 requests and one seed per configuration (under two minutes)",
+        help="bundler: 20,000 requests and one seed per configuration (under two minutes; "
+        "mixed rows 10,000 requests, elastic rows their full 180 s)",
     )
     parser.add_argument(
         "--engine",
         choices=["sim", "emu"],
         default=None,
         help="bundler: the engine (default sim; emu: kernel Cubic end hosts, the main "
-        "comparison, --quick 10,000 requests)",
+        "comparison, B9 and bbr-hosts when named, --quick 10,000 requests)",
     )
     add_jobs_argument(parser, "default: one per core")
 
@@ -128,6 +130,11 @@ HEADERS = {
     "fct_median_ms": "median FCT ms",
     "small_slowdown_median": "<10KB median",
     "completed_pct": "completed %",
+    "paper_fct_median_ms": "paper FCT ms",
+    "bundle_mbps": "bundle Mbit/s",
+    "bundle_change_pct": "bundle Δ %",
+    "paper_change_pct": "paper Δ %",
+    "settled_change_pct": "Δ % from 20 s",
 }
 
 
