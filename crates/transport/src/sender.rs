@@ -914,6 +914,12 @@ impl Sender {
         p.state = State::Lost;
         let p = *p;
         self.in_flight -= p.len as u64;
+        if self.superseded_probe(id) {
+            // Linux never learns of this copy (see `superseded_probe`): the controller sees its
+            // bytes leave the flight, but it counts as no loss and starts no congestion event.
+            self.lost_buf.push(LostPacket { id, bytes: p.len as u64, send_time: p.send_time, tag: p.tag, cause });
+            return;
+        }
         self.lost_total += p.len as u64;
         self.stats.packets_lost += 1;
         self.stats.loss_gaps.record(p.send_time);
@@ -924,17 +930,27 @@ impl Sender {
     }
 
     /// Whether `id` is one of a tail-loss probe's two copies of the last segment and a copy was
-    /// acked: its data arrived, so losing the other needs no retransmission. (The loss is still
-    /// reported: a probe lost while its original was only late costs a window reduction here,
-    /// where Linux, seeing no SACK of the probe, would not know.)
+    /// acked: its data arrived, so losing the other needs no retransmission. (An original lost
+    /// while its probe arrived is still reported: the probe repaired a loss, and Linux's
+    /// tcp_process_tlp_ack reduces the window for it; a probe lost after its original was acked
+    /// is not, see `declare_lost`.)
     fn twin_acked(&self, id: u64) -> bool {
         self.tlp_twins.is_some_and(|t| t.acked && (id == t.orig || id == t.probe))
+    }
+
+    /// Whether `id` is a tail-loss probe's copy of the last segment after its original was
+    /// acked (a copy still in flight can only be the probe then). Lost, it is no loss to Linux:
+    /// Linux counts in sequence space, which the original already covered, so such
+    /// a copy is invisible to it: no SACK of it, nothing to mark, no reduction.
+    fn superseded_probe(&self, id: u64) -> bool {
+        self.tlp_twins.is_some_and(|t| t.acked && id == t.probe)
     }
 
     /// One congestion event per recovery epoch: only a loss of a packet sent after the
     /// current epoch began starts a new one (reference §0.3).
     fn report_congestion(&mut self, now: Time, lost: &[LostPacket], prior_in_flight: u64) {
-        let Some(newest_lost) = lost.iter().map(|l| l.send_time).max() else { return };
+        let signals = lost.iter().filter(|l| !self.superseded_probe(l.id));
+        let Some(newest_lost) = signals.map(|l| l.send_time).max() else { return };
         if self.recovery_start.is_some_and(|s| newest_lost <= s) {
             return;
         }

@@ -971,6 +971,24 @@ fn with_no_new_data_the_probe_resends_the_last_segment_and_its_ack_starts_fast_r
 }
 
 #[test]
+fn a_probe_lost_after_its_original_was_acked_costs_nothing() {
+    // Linux counts in sequence space: once the originals' ACK covers the probe's bytes, a probe
+    // dropped on the way is invisible to it (no SACK of it, nothing to mark, no reduction;
+    // tcp_process_tlp_ack acts only on the ACK that passes tlp_high_seq, here a plain one).
+    let mut h = tail(SenderConfig::default(), 3); // ids 1–3
+    h.s.on_timeout(62 * MS);
+    assert_eq!(h.s.poll_transmit(62 * MS).expect("the probe").id, 4);
+    h.ack(70 * MS, &[(1, 4)]); // the originals were only late
+    h.s.set_app_limit(7 * MSS);
+    assert_eq!(h.send(70 * MS, 3).len(), 3); // ids 5–7
+    h.ack(100 * MS, &[(1, 4), (5, 8)]); // the probe never arrives
+    assert_eq!(h.s.ca_state(), CaState::Open);
+    assert_eq!((h.s.stats.packets_lost, h.s.stats.congestion_events), (0, 0));
+    assert_eq!(h.s.in_flight(), 0);
+    assert!(h.s.poll_transmit(100 * MS).is_none(), "nothing to send again");
+}
+
+#[test]
 fn one_packet_out_waits_for_a_delayed_ack_and_never_past_the_rto() {
     // tcp_schedule_loss_probe: 2·srtt + TCP_RTO_MIN with one packet out (40 + 200 ms), but "If
     // the RTO formula yields an earlier time, then use that time": the RTO, 220 ms. The timer
