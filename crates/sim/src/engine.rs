@@ -186,6 +186,44 @@ impl EventHeap {
     }
 }
 
+/// The event queue: two exact heaps whose heads are merged, so the order is the one a single
+/// heap would give ((t, seq) is unique and both heaps pop in that order).
+///
+/// The bottlenecks' departures and the shared propagation line's head are due within a
+/// packet's serialisation time (1.2 µs at 10 Gbit/s): in one heap of all flows' entries each of
+/// them sifts the whole depth up on push and down on pop. They are more than half of all
+/// events at scale (CoreScale: 16 of 29 M in 10 s), so they get their own heap of a few entries
+/// and the large heap holds only the flows' delay lines and timers.
+#[derive(Default)]
+struct EventQueue {
+    /// Links and the propagation line: at most a few entries.
+    hot: EventHeap,
+    /// Everything else: O(flows) entries.
+    cold: EventHeap,
+}
+
+impl EventQueue {
+    #[inline]
+    fn push(&mut self, e: Entry) {
+        match e.ev {
+            Ev::Link | Ev::ReverseLink | Ev::Pipe(PROP) => self.hot.push(e),
+            _ => self.cold.push(e),
+        }
+    }
+
+    #[inline]
+    fn pop(&mut self) -> Option<Entry> {
+        match (self.hot.v.first(), self.cold.v.first()) {
+            (Some(h), Some(c)) if c.before(h) => self.cold.pop(),
+            (Some(_), _) => self.hot.pop(),
+            (None, _) => self.cold.pop(),
+        }
+    }
+}
+
+/// The shared propagation line's pipe index (the first pipe built).
+const PROP: u32 = 0;
+
 struct Flow {
     sender: Sender,
     receiver: Receiver,
@@ -199,7 +237,7 @@ struct Flow {
 struct Sim {
     now: Time,
     seq: u64,
-    heap: EventHeap,
+    heap: EventQueue,
     flows: Vec<Flow>,
     pipes: Vec<Pipe>,
     /// The shared propagation line from the bottleneck to the receivers.
@@ -666,10 +704,10 @@ pub fn simulate(
     let mut sim = Sim {
         now: 0,
         seq: 0,
-        heap: EventHeap::default(),
+        heap: EventQueue::default(),
         flows,
         pipes,
-        prop: 0,
+        prop: PROP,
         link: plan.bottleneck(),
         link_at: None,
         rlink,
