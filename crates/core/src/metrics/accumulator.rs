@@ -170,9 +170,8 @@ impl FlowAcc {
     ///
     /// The bins grow by doubling up to the cap and never past it, and halving merges them in
     /// place: each flow's bins are one allocation of at most `cap` that is reused after every
-    /// doubling of the width. (A Vec's own growth went to 512 bins for a cap of 419, and a
-    /// freshly collected Vec after each halving grew again: CoreScale's resident set rose in
-    /// steps at 64 s, 128 s and after, 583 -> 736 MiB by 210 s.)
+    /// doubling of the width. (A Vec's own growth went to 512 bins for CoreScale's cap of 419,
+    /// and a freshly collected Vec after each halving grew again.)
     #[inline]
     fn bin(&mut self, i: usize, cap: usize) -> &mut Bin {
         if i >= self.bins.len() {
