@@ -166,9 +166,19 @@ impl FlowAcc {
         }
     }
 
+    /// Bin `i`, below `cap` (the bins a flow may hold before the width doubles).
+    ///
+    /// The bins grow by doubling up to the cap and never past it, and halving merges them in
+    /// place: each flow's bins are one allocation of at most `cap` that is reused after every
+    /// doubling of the width. (A Vec's own growth went to 512 bins for CoreScale's cap of 419,
+    /// and a freshly collected Vec after each halving grew again.)
     #[inline]
-    fn bin(&mut self, i: usize) -> &mut Bin {
+    fn bin(&mut self, i: usize, cap: usize) -> &mut Bin {
         if i >= self.bins.len() {
+            if i >= self.bins.capacity() {
+                let want = (2 * self.bins.capacity()).clamp(i + 1, cap.max(i + 1));
+                self.bins.reserve_exact(want - self.bins.len());
+            }
             self.bins.resize(i + 1, Bin::default());
         }
         self.first_bin = self.first_bin.min(i);
@@ -177,20 +187,20 @@ impl FlowAcc {
 
     /// Merges bins pairwise: the series at twice the width, exactly.
     fn halve_bins(&mut self) {
-        let merged = self
-            .bins
-            .chunks(2)
-            .map(|pair| {
-                pair.iter().fold(Bin::default(), |a, b| Bin {
-                    delay_sum_ns: a.delay_sum_ns + b.delay_sum_ns,
-                    sent_bytes: a.sent_bytes + b.sent_bytes,
-                    delivered_bytes: a.delivered_bytes + b.delivered_bytes,
-                    delivered: a.delivered + b.delivered,
-                    delay_max_ns: a.delay_max_ns.max(b.delay_max_ns),
-                })
-            })
-            .collect();
-        self.bins = merged;
+        // In place: pair k is read (bins 2k, 2k + 1) before bin k, at or below it, is written.
+        let n = self.bins.len().div_ceil(2);
+        for k in 0..n {
+            let a = self.bins[2 * k];
+            let b = self.bins.get(2 * k + 1).copied().unwrap_or_default();
+            self.bins[k] = Bin {
+                delay_sum_ns: a.delay_sum_ns + b.delay_sum_ns,
+                sent_bytes: a.sent_bytes + b.sent_bytes,
+                delivered_bytes: a.delivered_bytes + b.delivered_bytes,
+                delivered: a.delivered + b.delivered,
+                delay_max_ns: a.delay_max_ns.max(b.delay_max_ns),
+            };
+        }
+        self.bins.truncate(n);
         if self.first_bin != usize::MAX {
             self.first_bin /= 2;
         }
@@ -335,6 +345,7 @@ impl MetricsAccumulator {
                 }
             }
         }
+        let cap = self.series_cap;
         let acc = &mut self.flows[f];
         let size = size as u64;
         acc.counts.packets_sent += 1;
@@ -342,7 +353,7 @@ impl MetricsAccumulator {
         acc.counts.retransmissions += retx as u64;
         acc.counts.first_sent = acc.counts.first_sent.min(sent);
         acc.counts.last_sent = acc.counts.last_sent.max(sent);
-        acc.bin(sent_bin).sent_bytes += size;
+        acc.bin(sent_bin, cap).sent_bytes += size;
         match fate {
             // A "delivered" record without an arrival time is corrupt; counting it as delivered
             // would put it in a bin at the end of time.
@@ -354,7 +365,7 @@ impl MetricsAccumulator {
                 c.last_delivery = c.last_delivery.max(arrived);
                 let delay = arrived.saturating_sub(sent);
                 c.delay_sum_ns += delay as u128;
-                let b = acc.bin(arrived_bin);
+                let b = acc.bin(arrived_bin, cap);
                 b.delivered_bytes += size;
                 b.delivered += 1;
                 b.delay_sum_ns += delay as u128;
@@ -467,7 +478,9 @@ impl MetricsAccumulator {
 
     fn series(&self) -> Vec<SeriesRow> {
         let width = self.cfg.bin << self.series_shift;
-        let mut rows = Vec::new();
+        // Sized up front: at thousands of flows the rows are tens of MB.
+        let n = self.flows.iter().map(|acc| acc.bins.len().saturating_sub(acc.first_bin)).sum();
+        let mut rows = Vec::with_capacity(n);
         for (f, acc) in self.flows.iter().enumerate() {
             if acc.bins.is_empty() {
                 continue;
