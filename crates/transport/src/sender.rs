@@ -914,17 +914,15 @@ impl Sender {
         p.state = State::Lost;
         let p = *p;
         self.in_flight -= p.len as u64;
-        if self.superseded_probe(id) {
-            // Linux never learns of this copy (see `superseded_probe`): the controller sees its
-            // bytes leave the flight, but it counts as no loss and starts no congestion event.
-            self.lost_buf.push(LostPacket { id, bytes: p.len as u64, send_time: p.send_time, tag: p.tag, cause });
-            return;
-        }
-        self.lost_total += p.len as u64;
-        self.stats.packets_lost += 1;
-        self.stats.loss_gaps.record(p.send_time);
-        if !self.twin_acked(id) {
-            self.retransmit.push_back((p.offset, p.len));
+        // Linux never learns of a superseded probe (see `superseded_probe`): the controller sees
+        // its bytes leave the flight, but it counts as no loss (and starts no congestion event).
+        if !self.superseded_probe(id) {
+            self.lost_total += p.len as u64;
+            self.stats.packets_lost += 1;
+            self.stats.loss_gaps.record(p.send_time);
+            if !self.twin_acked(id) {
+                self.retransmit.push_back((p.offset, p.len));
+            }
         }
         self.lost_buf.push(LostPacket { id, bytes: p.len as u64, send_time: p.send_time, tag: p.tag, cause });
     }
