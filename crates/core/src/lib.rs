@@ -7,6 +7,7 @@
 
 pub mod cctrace;
 pub mod cdf;
+pub mod hint;
 pub mod input;
 pub mod rng;
 pub mod scenario;

@@ -37,6 +37,12 @@ impl Sinks {
         self.stats.data_sent += 1;
     }
 
+    /// Cache hint: flow `f`'s metrics, which its next data record updates.
+    #[inline]
+    pub fn prefetch_flow(&self, f: u32) {
+        self.metrics.prefetch_flow(f);
+    }
+
     /// A packet's journey ended (delivered, dropped, or still in flight at the end).
     #[inline]
     pub fn emit(&mut self, r: &PacketRecord) {

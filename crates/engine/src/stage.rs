@@ -85,6 +85,12 @@ impl<P> DelayLine<P> {
         exit
     }
 
+    /// The head, if any (for a cache hint: the engine touches it next).
+    #[inline]
+    pub fn front(&self) -> Option<&P> {
+        self.q.front().map(|x| &x.1)
+    }
+
     /// The exit time of the head, if any.
     #[inline]
     pub fn next_due(&self) -> Option<Time> {

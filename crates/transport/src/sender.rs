@@ -616,6 +616,17 @@ impl Sender {
         id.checked_sub(self.base_id).and_then(|i| self.sent.get_mut(i as usize))
     }
 
+    /// Cache hint: the lines an ACK touches first (the sender, its controller, and the oldest
+    /// packet in flight, which the ACK most likely resolves).
+    #[inline]
+    pub fn prefetch(&self) {
+        cclab_core::hint::prefetch(self);
+        cclab_core::hint::prefetch(&*self.cc);
+        if let Some(s) = self.sent.front() {
+            cclab_core::hint::prefetch(s);
+        }
+    }
+
     /// Processes an acknowledgement.
     pub fn on_ack(&mut self, now: Time, ack: &AckFrame) {
         if !self.active {

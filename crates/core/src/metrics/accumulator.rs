@@ -392,6 +392,17 @@ impl MetricsAccumulator {
         }
     }
 
+    /// Cache hint: flow `f`'s counters and its newest bin, which its next record updates.
+    #[inline]
+    pub fn prefetch_flow(&self, f: u32) {
+        if let Some(acc) = self.flows.get(f as usize) {
+            crate::hint::prefetch(acc);
+            if let Some(b) = acc.bins.last() {
+                crate::hint::prefetch(b);
+            }
+        }
+    }
+
     /// Heap bytes held by the delay histograms, for memory-bound checks.
     pub fn histogram_bytes(&self) -> usize {
         self.flows.iter().map(|f| f.hist.heap_bytes()).sum()
