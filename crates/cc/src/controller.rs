@@ -41,8 +41,11 @@ pub trait CongestionControl: Send {
     /// Fast recovery ended: every packet outstanding at its start has been acked or lost.
     fn on_recovery_exit(&mut self, _now: Time, _ctx: &mut CcContext) {}
 
-    /// The sender was idle (nothing in flight, nothing to send) for `idle_for` before `now`.
-    fn on_idle_restart(&mut self, _now: Time, _idle_for: Time, _ctx: &mut CcContext) {}
+    /// The sender was idle (nothing in flight, nothing to send) for `idle_for` before `now`
+    /// and sends again (Linux's CA_EVENT_TX_START). `rto` is the sender's current
+    /// retransmission timeout (Linux's `icsk_rto`): a window-based module restarts its window
+    /// when `idle_for` exceeds it ([`crate::linux::cwnd_restart`]).
+    fn on_idle_restart(&mut self, _now: Time, _idle_for: Time, _rto: Time, _ctx: &mut CcContext) {}
 
     /// Packets declared lost outside ACK processing: by the loss timer (RACK's time threshold
     /// with no ACK arriving) or by the retransmission timer (then just before `on_rto`). Losses

@@ -28,8 +28,6 @@ const CNT_REFRESH: Time = SEC / 32;
 const DELAY_SAMPLE_QUARANTINE: Time = SEC;
 /// Before the first loss `cnt` is capped at 20, so the window grows ≥ 5 % per RTT.
 const MAX_CNT_BEFORE_LOSS: u64 = 20;
-/// Linux's TCP_RTO_MIN, floor of the RTO estimate used for the idle restart.
-const RTO_MIN: Time = 200 * MS;
 
 /// HyStart constants, from `tcp_cubic.c`.
 const HYSTART_LOW_WINDOW: u64 = 16;
@@ -176,8 +174,6 @@ pub struct Cubic {
     /// prior_ssthresh, which an undo restores; packets, 0 for none.
     loss_cwnd: u64,
     prior_ssthresh: u64,
-    srtt: Time,
-    rttvar: Time,
 }
 
 impl Cubic {
@@ -211,8 +207,6 @@ impl Cubic {
             rto_pending: false,
             loss_cwnd: 0,
             prior_ssthresh: 0,
-            srtt: 0,
-            rttvar: 0,
         };
         c.hystart_reset(0);
         c
@@ -413,10 +407,6 @@ impl CongestionControl for Cubic {
     }
 
     fn on_ack(&mut self, ev: &AckEvent, _ctx: &mut CcContext) {
-        if ev.rtt.has_sample {
-            self.srtt = ev.rtt.smoothed;
-            self.rttvar = ev.rtt.rttvar;
-        }
         // The transport's state is authoritative; the flag only tells `snapshot` about it.
         self.in_recovery = ev.ca_state == CaState::Recovery;
         let Some(newest) = ev.acked.iter().max_by_key(|p| (p.send_time, p.id)) else {
@@ -486,26 +476,18 @@ impl CongestionControl for Cubic {
         self.cwnd_cnt = 0;
     }
 
-    fn on_idle_restart(&mut self, now: Time, idle_for: Time, _ctx: &mut CcContext) {
+    fn on_idle_restart(&mut self, now: Time, idle_for: Time, rto: Time, _ctx: &mut CcContext) {
         // Linux CA_EVENT_TX_START: shift the epoch so the curve resumes where it paused.
         if let Some(e) = self.epoch_start {
             self.epoch_start = Some((e + idle_for).min(now));
         }
-        // Linux tcp_cwnd_restart (RFC 5681 §4.1 in spirit): halve cwnd per RTO idle, down to
-        // min(IW, cwnd), first remembering 3/4 of cwnd in ssthresh.
-        let rto = (self.srtt + 4 * self.rttvar).max(RTO_MIN);
-        if self.srtt == 0 || idle_for <= rto {
-            return;
+        // Linux tcp_cwnd_restart, after more than the sender's RTO of silence.
+        if let Some((cwnd, ssthresh)) =
+            crate::linux::cwnd_restart(self.cwnd, self.ssthresh, self.cfg.init_cwnd, idle_for, rto)
+        {
+            self.cwnd = cwnd;
+            self.ssthresh = ssthresh;
         }
-        let restart = self.cfg.init_cwnd.min(self.cwnd);
-        self.ssthresh = self.ssthresh.max((self.cwnd >> 1) + (self.cwnd >> 2));
-        let mut cwnd = self.cwnd;
-        let mut left = idle_for - rto;
-        while left > 0 && cwnd > restart {
-            cwnd >>= 1;
-            left = left.saturating_sub(rto);
-        }
-        self.cwnd = cwnd.max(restart);
     }
 
     fn cwnd(&self) -> u64 {
@@ -822,13 +804,18 @@ mod tests {
         let cwnd = pkts(&d);
         let mut rng = Rng::new(1);
         let mut ctx = CcContext { mss: MSS, rng: &mut rng };
-        // A short pause: only the epoch moves, by the idle time.
-        d.cc.on_idle_restart(d.now, 100 * MS, &mut ctx);
+        // A pause shorter than the sender's RTO: only the epoch moves, by the idle time. The
+        // RTO, not an estimate of the controller's, decides: 300 ms idle against a 350 ms RTO
+        // (Linux's srtt + max(mdev, 200 ms) at a 150 ms srtt) is no restart, although
+        // max(srtt + 4·rttvar, 200 ms) could be under 300 ms.
+        d.cc.on_idle_restart(d.now, 100 * MS, 200 * MS, &mut ctx);
         assert!((var(&d.cc.snapshot(), "epoch_start") - epoch - 0.1).abs() < 1e-9);
+        assert_eq!(pkts(&d), cwnd);
+        d.cc.on_idle_restart(d.now, 300 * MS, 350 * MS, &mut ctx);
         assert_eq!(pkts(&d), cwnd);
         // Idle for 2 s with a 200 ms RTO: halved per RTO down to the initial window, and
         // ssthresh remembers 3/4 of the old window.
-        d.cc.on_idle_restart(d.now, 2 * SEC, &mut ctx);
+        d.cc.on_idle_restart(d.now, 2 * SEC, 200 * MS, &mut ctx);
         assert_eq!(pkts(&d), 10);
         assert_eq!(d.cc.ssthresh(), Some((cwnd / 2 + cwnd / 4).max(140) * MSS));
     }

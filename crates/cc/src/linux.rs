@@ -1,5 +1,7 @@
 //! Window arithmetic shared by the controllers that follow Linux's packet-counted code.
 
+use cclab_core::time::Time;
+
 /// `sysctl_tcp_min_tso_segs` (net.ipv4.tcp_min_tso_segs, default 2): the fewest segments of a
 /// TSO/GSO burst for a module without its own `min_tso_segs` (all but BBR).
 pub(crate) const MIN_TSO_SEGS: u64 = 2;
@@ -18,5 +20,52 @@ pub(crate) fn cong_avoid_ai(cwnd: &mut u64, cwnd_cnt: &mut u64, w: u64, acked: u
         let delta = *cwnd_cnt / w;
         *cwnd_cnt -= delta * w;
         *cwnd += delta;
+    }
+}
+
+/// Linux `tcp_cwnd_restart` (net/ipv4/tcp_output.c), which `tcp_slow_start_after_idle_check`
+/// runs before the first send after an idle period longer than the retransmission timeout
+/// (`net.ipv4.tcp_slow_start_after_idle = 1`, the default; RFC 2861 §2 / RFC 5681 §4.1):
+/// ssthresh becomes `tcp_current_ssthresh` (the larger of itself and 3/4 of the window), and
+/// the window is halved once for every `rto` of the idle time after the first, but not below
+/// min(initial window, window). `rto` is the sender's current timeout (`icsk_rto`, what
+/// decides whether the restart happens at all). Returns the new (window, ssthresh), in the
+/// caller's units, or `None` when the sender was idle for no longer than `rto`.
+pub(crate) fn cwnd_restart(cwnd: u64, ssthresh: u64, init_cwnd: u64, idle_for: Time, rto: Time) -> Option<(u64, u64)> {
+    if rto == 0 || idle_for <= rto {
+        return None;
+    }
+    let ssthresh = ssthresh.max((cwnd >> 1) + (cwnd >> 2));
+    let restart = init_cwnd.min(cwnd);
+    let mut window = cwnd;
+    // `while ((delta -= icsk_rto) > 0 && cwnd > restart_cwnd) cwnd >>= 1;`
+    let mut left = idle_for;
+    while left > rto && window > restart {
+        left -= rto;
+        window >>= 1;
+    }
+    Some((window.max(restart), ssthresh))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cclab_core::time::MS;
+
+    /// tcp_cwnd_restart with a 300 ms RTO: no restart at or below one RTO; 1.5 RTOs halve once
+    /// (the first subtraction leaves 150 ms > 0), 2.5 RTOs twice; never below min(IW, cwnd);
+    /// ssthresh keeps the larger of itself and 3/4 of the window.
+    #[test]
+    fn restart_halves_per_rto_of_idle_down_to_the_initial_window() {
+        let rto = 300 * MS;
+        assert_eq!(cwnd_restart(100, u64::MAX, 10, rto, rto), None);
+        assert_eq!(cwnd_restart(100, u64::MAX, 10, 450 * MS, rto), Some((50, u64::MAX)));
+        assert_eq!(cwnd_restart(100, 20, 10, 450 * MS, rto), Some((50, 75)));
+        assert_eq!(cwnd_restart(100, 20, 10, 750 * MS, rto), Some((25, 75)));
+        assert_eq!(cwnd_restart(100, 20, 10, 60_000 * MS, rto), Some((10, 75)));
+        // A window already below the initial window stays (restart_cwnd = min(IW, cwnd)).
+        assert_eq!(cwnd_restart(6, 4, 10, 60_000 * MS, rto), Some((6, 4)));
+        // No RTO measured yet: nothing to compare the idle time with.
+        assert_eq!(cwnd_restart(100, 20, 10, 60_000 * MS, 0), None);
     }
 }

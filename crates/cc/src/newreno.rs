@@ -18,9 +18,6 @@ pub fn rfc6928_initial_window(mss: u64) -> u64 {
     (10 * mss).min((2 * mss).max(14_600))
 }
 
-/// Linux's TCP_RTO_MIN; the floor of the RTO estimate used to decide an idle restart.
-const RTO_MIN: Time = 200_000_000;
-
 /// The option every window-based scheme shares.
 pub const INIT_CWND_OPTION: OptionInfo = OptionInfo {
     name: "init_cwnd",
@@ -71,8 +68,6 @@ pub struct NewReno {
     prior_ssthresh: u64,
     /// Bytes in flight as last reported: RFC 5681's FlightSize when the RTO fires.
     flight: u64,
-    srtt: Time,
-    rttvar: Time,
 }
 
 impl NewReno {
@@ -88,8 +83,6 @@ impl NewReno {
             prior_cwnd: 0,
             prior_ssthresh: 0,
             flight: 0,
-            srtt: 0,
-            rttvar: 0,
         }
     }
 
@@ -118,10 +111,6 @@ impl CongestionControl for NewReno {
 
     fn on_ack(&mut self, ev: &AckEvent, _ctx: &mut CcContext) {
         self.flight = ev.in_flight;
-        if ev.rtt.has_sample {
-            self.srtt = ev.rtt.smoothed;
-            self.rttvar = ev.rtt.rttvar;
-        }
         if ev.newly_acked_bytes > 0 {
             self.rto_pending = false;
         }
@@ -193,12 +182,15 @@ impl CongestionControl for NewReno {
         self.bytes_acked = 0;
     }
 
-    fn on_idle_restart(&mut self, _now: Time, idle_for: Time, _ctx: &mut CcContext) {
-        // RFC 5681 §4.1: after more than an RTO of silence the ACK clock is gone, so restart
-        // from min(IW, cwnd). The controller sees no RTO, so estimate it (RFC 6298 §2).
-        let rto = (self.srtt + 4 * self.rttvar).max(RTO_MIN);
-        if self.srtt > 0 && idle_for > rto {
-            self.cwnd = self.cwnd.min(self.init_cwnd);
+    fn on_idle_restart(&mut self, _now: Time, idle_for: Time, rto: Time, _ctx: &mut CcContext) {
+        // RFC 5681 §4.1 as Linux's tcp_cwnd_restart runs it: after more than the sender's RTO
+        // of silence the ACK clock is gone, so the window halves per RTO of idle time, down
+        // to min(IW, cwnd), and ssthresh keeps 3/4 of the old window.
+        if let Some((cwnd, ssthresh)) =
+            crate::linux::cwnd_restart(self.cwnd, self.ssthresh, self.init_cwnd, idle_for, rto)
+        {
+            self.cwnd = cwnd;
+            self.ssthresh = ssthresh;
         }
     }
 
@@ -399,9 +391,12 @@ mod tests {
         assert!(before > 10 * MSS);
         let mut rng = Rng::new(1);
         let mut ctx = CcContext { mss: MSS, rng: &mut rng };
-        d.cc.on_idle_restart(d.now, 100 * MS, &mut ctx);
-        assert_eq!(d.cc.cwnd(), before, "shorter than the 200 ms minimum RTO");
-        d.cc.on_idle_restart(d.now, 2_000 * MS, &mut ctx);
+        d.cc.on_idle_restart(d.now, 100 * MS, 250 * MS, &mut ctx);
+        assert_eq!(d.cc.cwnd(), before, "shorter than the sender's 250 ms RTO");
+        // Between one and two RTOs: halved once (tcp_cwnd_restart), not straight to the IW.
+        d.cc.on_idle_restart(d.now, 400 * MS, 250 * MS, &mut ctx);
+        assert_eq!(d.cc.cwnd(), (before >> 1).max(10 * MSS));
+        d.cc.on_idle_restart(d.now, 2_000 * MS, 250 * MS, &mut ctx);
         assert_eq!(d.cc.cwnd(), 10 * MSS);
     }
 }

@@ -303,10 +303,17 @@ impl CongestionControl for Vegas {
         self.doing_vegas_now = false;
     }
 
-    fn on_idle_restart(&mut self, _now: Time, _idle_for: Time, _ctx: &mut CcContext) {
+    fn on_idle_restart(&mut self, _now: Time, idle_for: Time, rto: Time, _ctx: &mut CcContext) {
         // CA_EVENT_TX_START calls tcp_vegas_init: baseRTT is forgotten and re-learnt.
         self.base_rtt = NO_RTT;
         self.enable();
+        // Vegas has no cong_control of its own, so Linux's tcp_cwnd_restart applies to it.
+        if let Some((cwnd, ssthresh)) =
+            crate::linux::cwnd_restart(self.cwnd, self.ssthresh, self.cfg.init_cwnd.max(1), idle_for, rto)
+        {
+            self.cwnd = cwnd;
+            self.ssthresh = ssthresh;
+        }
     }
 
     fn cwnd(&self) -> u64 {
@@ -465,12 +472,19 @@ mod tests {
     }
 
     #[test]
-    fn idle_restart_forgets_base_rtt() {
+    fn idle_restart_forgets_base_rtt_and_restarts_the_window() {
         let mut d = Driver::new(vegas(), MSS, 50 * MS);
         d.run_until(200 * MS);
         assert!(var(&d.cc.snapshot(), "base_rtt").is_finite());
+        let before = d.cc.cwnd();
         let mut rng = Rng::new(1);
-        d.cc.on_idle_restart(d.now, 1_000 * MS, &mut CcContext { mss: MSS, rng: &mut rng });
+        // Idle for less than the RTO: baseRTT is forgotten (tcp_vegas_init on TX_START), the
+        // window kept.
+        d.cc.on_idle_restart(d.now, 100 * MS, 250 * MS, &mut CcContext { mss: MSS, rng: &mut rng });
         assert!(var(&d.cc.snapshot(), "base_rtt").is_nan());
+        assert_eq!(d.cc.cwnd(), before);
+        // Idle for four RTOs: tcp_cwnd_restart halves it three times, not below the IW.
+        d.cc.on_idle_restart(d.now, 1_000 * MS, 250 * MS, &mut CcContext { mss: MSS, rng: &mut rng });
+        assert_eq!(d.cc.cwnd(), (before >> 3).max(10 * MSS));
     }
 }

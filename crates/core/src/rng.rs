@@ -78,8 +78,8 @@ pub mod stream {
     pub const QUEUE: u64 = 5;
     /// The `[middlebox]` inbox's queue discipline, where it draws.
     pub const INBOX_QUEUE: u64 = 6;
-    /// The request workload of `[[flows]]` entry `i` (`traffic = "requests"`: arrival times,
-    /// sizes and connection choices) draws from `REQUESTS + i`.
+    /// The request workload of `[[flows]]` entry `i` (`traffic = "requests"`: arrival times
+    /// and sizes) draws from `REQUESTS + i`.
     pub const REQUESTS: u64 = 500;
     /// Flow `i`'s sender draws from `FLOW + i`.
     pub const FLOW: u64 = 1000;
@@ -88,4 +88,9 @@ pub mod stream {
     pub const SEND_HOST: u64 = 2_000_000;
     /// Flow `i`'s receiving host's processing jitter (on its ACKs) draws from `RECV_HOST + i`.
     pub const RECV_HOST: u64 = 3_000_000;
+    /// The connection a request of `[[flows]]` entry `i` goes to when every one is busy draws
+    /// from `REQUEST_CONNECTIONS + i`: a stream of its own, so that whether (and how often) all
+    /// connections are busy, which depends on the path and the end hosts, never shifts the
+    /// arrival times and sizes the configurations of a comparison share.
+    pub const REQUEST_CONNECTIONS: u64 = 4_000_000;
 }

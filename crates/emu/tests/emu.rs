@@ -731,9 +731,9 @@ fn request_workload_over_kernel_tcp() {
     let (rate, base_rtt) = (20e6 / 8.0, 20_000_000u64);
     let cdf = cclab_core::cdf::EmpiricalCdf::load(cdf_file.to_str().unwrap()).unwrap();
 
-    // The arrivals are the simulator's: the same RequestSource on the same seed stream gives
-    // the same times and sizes (it draws a connection only when all 20 are busy, which at 40%
-    // load and ~25 ms FCTs does not happen: it would change the later draws, and this fail).
+    // The arrivals are the simulator's: the same RequestSource on the same seed streams gives
+    // the same times and sizes (a connection drawn when all 20 are busy comes from a stream
+    // of its own, so it would not change them).
     let s = scenario(&text, &dir);
     let plan = cclab_engine::plan::PathPlan::resolve(&s).unwrap();
     let mut src = plan.request_source(0);

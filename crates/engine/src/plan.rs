@@ -226,11 +226,12 @@ impl PathPlan {
     }
 
     /// The arrival process of request workload `i` (of [`PathPlan::requests`]), on its entry's
-    /// own random stream.
+    /// own random streams (arrivals and sizes; the connection when all are busy).
     pub fn request_source(&self, i: usize) -> RequestSource {
         let plan = self.requests[i].clone();
         let rng = Rng::derive(self.seed, stream::REQUESTS + plan.spec as u64);
-        RequestSource::new(plan, rng)
+        let busy_rng = Rng::derive(self.seed, stream::REQUEST_CONNECTIONS + plan.spec as u64);
+        RequestSource::new(plan, rng, busy_rng)
     }
 
     /// The `[middlebox]`'s inbox, if the scenario has one: its scheduler is the discipline of

@@ -30,6 +30,8 @@ pub struct RequestPlan {
 pub struct RequestSource {
     plan: RequestPlan,
     rng: Rng,
+    /// Draws the connection when every one is busy, apart from `rng`.
+    busy_rng: Rng,
     next_at: Time,
     issued: u64,
     /// Where the round-robin scan for an idle connection resumes.
@@ -37,10 +39,11 @@ pub struct RequestSource {
 }
 
 impl RequestSource {
-    /// `rng` draws gaps, sizes and (when every connection is busy) connections.
-    pub fn new(plan: RequestPlan, mut rng: Rng) -> RequestSource {
+    /// `rng` draws gaps and sizes, `busy_rng` the connection when every one is busy (two
+    /// streams, so the arrivals do not depend on how busy the connections are).
+    pub fn new(plan: RequestPlan, mut rng: Rng, busy_rng: Rng) -> RequestSource {
         let first = plan.start + rng.exponential(plan.mean_gap_ns) as Time;
-        RequestSource { plan, rng, next_at: first, issued: 0, cursor: 0 }
+        RequestSource { plan, rng, busy_rng, next_at: first, issued: 0, cursor: 0 }
     }
 
     /// When the next request arrives, if one does.
@@ -58,7 +61,7 @@ impl RequestSource {
         let pick = (0..n).map(|k| (self.cursor + k) % n).find(|&i| idle(self.plan.connections[i]));
         let i = match pick {
             Some(i) => i,
-            None => self.rng.below(n as u64) as usize,
+            None => self.busy_rng.below(n as u64) as usize,
         };
         self.cursor = (i + 1) % n;
         self.issued += 1;
@@ -116,7 +119,7 @@ mod tests {
                     stop: (secs * 1e9) as Time,
                     max_requests: None,
                 };
-                let mut src = RequestSource::new(plan, Rng::new(seed));
+                let mut src = RequestSource::new(plan, Rng::new(seed), Rng::new(seed + 1));
                 while src.next_arrival().is_some() {
                     total += src.arrive(&|_| true).1 as f64;
                 }
@@ -138,9 +141,38 @@ mod tests {
             stop: Time::MAX,
             max_requests: Some(4),
         };
-        let mut src = RequestSource::new(plan, Rng::new(1));
+        let mut src = RequestSource::new(plan, Rng::new(1), Rng::new(2));
         let got: Vec<u32> = (0..4).map(|_| src.arrive(&|f| f != 6).0).collect();
         assert_eq!(got, [5, 7, 5, 7]);
         assert_eq!(src.next_arrival(), None, "max_requests reached");
+    }
+
+    /// The configurations of a comparison (status quo, an inbox) keep their connections busy
+    /// for different times; the requests they are offered must not depend on it. A source
+    /// whose connections are never idle (every request drawn to a random one) and one whose
+    /// connections always are give the same arrival times and sizes.
+    #[test]
+    fn arrivals_and_sizes_do_not_depend_on_busy_connections() {
+        let cdf = Arc::new(EmpiricalCdf::load("CAIDA_CDF").unwrap());
+        let plan = RequestPlan {
+            spec: 0,
+            cdf,
+            mean_gap_ns: 2e6,
+            connections: (0..200).collect(),
+            start: 0,
+            stop: Time::MAX,
+            max_requests: Some(1000),
+        };
+        let arrivals = |idle: &dyn Fn(u32) -> bool| {
+            let mut src = RequestSource::new(plan.clone(), Rng::new(7), Rng::new(8));
+            let mut out = Vec::new();
+            while let Some(t) = src.next_arrival() {
+                out.push((t, src.arrive(idle).1));
+            }
+            out
+        };
+        let all_idle = arrivals(&|_| true);
+        assert_eq!(all_idle.len(), 1000);
+        assert_eq!(all_idle, arrivals(&|_| false));
     }
 }

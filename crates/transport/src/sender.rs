@@ -444,12 +444,13 @@ impl Sender {
             && self.stats.packets_sent > 0
         {
             // A persistent connection sends again after an idle period: the controller decides
-            // whether its window survived (Linux tcp_cwnd_restart after an RTO of silence, and
-            // CA_EVENT_TX_START). Only message-mode senders go idle this way; a bulk sender's
-            // empty flight after an RTO is a loss, not idleness.
+            // whether its window survived (Linux tcp_cwnd_restart when the silence exceeded
+            // icsk_rto, the current timeout, and CA_EVENT_TX_START). Only message-mode senders
+            // go idle this way; a bulk sender's empty flight after an RTO is a loss, not idleness.
             let idle_for = now.saturating_sub(self.last_send_time);
+            let rto = self.rtt.rto();
             let mss = self.cfg.mss;
-            self.cc.on_idle_restart(now, idle_for, &mut CcContext { mss, rng: &mut self.rng });
+            self.cc.on_idle_restart(now, idle_for, rto, &mut CcContext { mss, rng: &mut self.rng });
             if !self.cc.can_send(0, mss) {
                 return None;
             }

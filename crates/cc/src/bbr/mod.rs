@@ -443,7 +443,7 @@ impl CongestionControl for Bbr {
         self.reset_lt_bw_sampling();
     }
 
-    fn on_idle_restart(&mut self, now: Time, _idle_for: Time, ctx: &mut CcContext) {
+    fn on_idle_restart(&mut self, now: Time, _idle_for: Time, _rto: Time, ctx: &mut CcContext) {
         self.idle_restart = true;
         self.ack_epoch_mstamp = now;
         self.ack_epoch_acked = 0;

@@ -212,8 +212,8 @@ impl CongestionControl for Audited {
         drop(l);
         self.cc.undo_cwnd(now, restored, ctx)
     }
-    fn on_idle_restart(&mut self, now: Time, idle_for: Time, ctx: &mut CcContext) {
-        self.cc.on_idle_restart(now, idle_for, ctx)
+    fn on_idle_restart(&mut self, now: Time, idle_for: Time, rto: Time, ctx: &mut CcContext) {
+        self.cc.on_idle_restart(now, idle_for, rto, ctx)
     }
     fn on_packets_lost(&mut self, now: Time, lost: &[LostPacket], ctx: &mut CcContext) {
         let mut l = self.ledger.lock().unwrap();

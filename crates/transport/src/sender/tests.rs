@@ -28,6 +28,7 @@ enum Heard {
     Undo(Vec<u64>),
     Idle {
         idle_for: Time,
+        rto: Time,
     },
 }
 
@@ -81,8 +82,8 @@ impl CongestionControl for Recorder {
     fn on_recovery_exit(&mut self, now: Time, _ctx: &mut CcContext) {
         self.0.lock().unwrap().heard.push(Heard::RecoveryExit(now));
     }
-    fn on_idle_restart(&mut self, _now: Time, idle_for: Time, _ctx: &mut CcContext) {
-        self.0.lock().unwrap().heard.push(Heard::Idle { idle_for });
+    fn on_idle_restart(&mut self, _now: Time, idle_for: Time, rto: Time, _ctx: &mut CcContext) {
+        self.0.lock().unwrap().heard.push(Heard::Idle { idle_for, rto });
     }
     fn on_packets_lost(&mut self, _now: Time, lost: &[LostPacket], _ctx: &mut CcContext) {
         self.0.lock().unwrap().heard.push(Heard::Lost(lost.iter().map(|p| (p.id, p.cause)).collect()));
@@ -685,9 +686,12 @@ fn messages_complete_when_their_last_byte_is_acknowledged_in_order() {
 }
 
 /// A persistent connection that falls silent tells its controller how long it was idle when it
-/// sends again (Linux's tcp_cwnd_restart / CA_EVENT_TX_START), measured from its last send.
+/// sends again (Linux's tcp_cwnd_restart / CA_EVENT_TX_START), measured from its last send, and
+/// its current retransmission timeout (icsk_rto, which decides the restart): after one 20 ms
+/// sample, Linux's srtt + max(mdev, tcp_rto_min) = 20 + 200 ms, not RFC 6298's
+/// max(srtt + 4·rttvar, 200 ms) = 200 ms.
 #[test]
-fn a_message_after_idle_reports_the_idle_time_to_the_controller() {
+fn a_message_after_idle_reports_the_idle_time_and_the_rto_to_the_controller() {
     let mut h = Harness::new(100);
     h.s.set_app_limit(0);
     let mut rx = crate::Receiver::new(crate::ReceiverConfig::default());
@@ -698,7 +702,9 @@ fn a_message_after_idle_reports_the_idle_time_to_the_controller() {
     h.s.write_message(1000, 2);
     let _ = h.s.poll_transmit(900 * MS).expect("one packet");
     assert!(
-        h.heard().iter().any(|e| matches!(e, Heard::Idle { idle_for } if *idle_for == 900 * MS)),
+        h.heard()
+            .iter()
+            .any(|e| matches!(e, Heard::Idle { idle_for, rto } if *idle_for == 900 * MS && *rto == 220 * MS)),
         "{:?}",
         h.heard()
     );
