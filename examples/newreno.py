@@ -7,9 +7,6 @@ from __future__ import annotations
 import cclab
 from cclab.controller import Ack, Congestion
 
-#: Linux's TCP_RTO_MIN (ns): the floor of the RTO estimate used to decide an idle restart.
-RTO_MIN = 200_000_000
-
 
 class NewReno(cclab.Controller):
     """TCP NewReno (RFC 5681/6582), in Python."""
@@ -26,7 +23,6 @@ class NewReno(cclab.Controller):
         self.slow_start = True
         self.bytes_acked = 0
         self.rto_pending = False
-        self.srtt = self.rttvar = 0
 
     def _half_flight(self, flight: int) -> int:
         return max(flight // 2, 2 * self.mss)
@@ -35,8 +31,6 @@ class NewReno(cclab.Controller):
         self.slow_start = self.ssthresh is None or self.cwnd < self.ssthresh
 
     def on_ack(self, ack: Ack) -> None:
-        if ack.has_rtt:
-            self.srtt, self.rttvar = ack.srtt, ack.rttvar
         if ack.newly_acked_bytes > 0:
             self.rto_pending = False
         if ack.ca_state == "recovery" or ack.app_limited:
@@ -69,10 +63,18 @@ class NewReno(cclab.Controller):
         self.bytes_acked = 0
         self._update()
 
-    def on_idle_restart(self, now: int, idle_for: int) -> None:
-        rto = max(self.srtt + 4 * self.rttvar, RTO_MIN)
-        if self.srtt > 0 and idle_for > rto:
-            self.cwnd = min(self.cwnd, self.init)
+    def on_idle_restart(self, now: int, idle_for: int, rto: int) -> None:
+        # Linux's tcp_cwnd_restart (crates/cc/src/linux.rs): after more than the sender's RTO of
+        # silence, halve per RTO down to min(IW, cwnd); ssthresh keeps 3/4 of the old window.
+        if rto > 0 and idle_for > rto:
+            if self.ssthresh is not None:
+                self.ssthresh = max(self.ssthresh, (self.cwnd >> 1) + (self.cwnd >> 2))
+            restart = min(self.init, self.cwnd)
+            left = idle_for
+            while left > rto and self.cwnd > restart:
+                left -= rto
+                self.cwnd >>= 1
+            self.cwnd = max(self.cwnd, restart)
         self._update()
 
 

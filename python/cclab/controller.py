@@ -92,8 +92,10 @@ class Controller:
     def on_recovery_exit(self, now: int) -> None:
         """Fast recovery ended."""
 
-    def on_idle_restart(self, now: int, idle_for: int) -> None:
-        """The sender was idle for `idle_for` ns before `now`."""
+    def on_idle_restart(self, now: int, idle_for: int, rto: int) -> None:
+        """The sender was idle for `idle_for` ns before `now` and sends again; `rto` is its
+        retransmission timeout (ns), which Linux compares the silence with to restart a
+        window (tcp_cwnd_restart)."""
 
     def on_packets_lost(self, now: int, lost: list[tuple[int, int, int]]) -> None:
         """Losses found outside ACK processing (loss timer, RTO): (id, bytes, send_time)."""

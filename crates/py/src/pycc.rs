@@ -381,9 +381,9 @@ impl CongestionControl for PyController {
         }
     }
 
-    fn on_idle_restart(&mut self, now: Time, idle_for: Time, _rto: Time, _ctx: &mut CcContext) {
+    fn on_idle_restart(&mut self, now: Time, idle_for: Time, rto: Time, _ctx: &mut CcContext) {
         if self.hooks.idle_restart {
-            Python::attach(|py| self.call(py, intern!(py, "on_idle_restart"), (now, idle_for)));
+            Python::attach(|py| self.call(py, intern!(py, "on_idle_restart"), (now, idle_for, rto)));
         }
     }
 
