@@ -174,6 +174,42 @@ def test_kernel_bbr_traces_tcp_info_and_tcp_cc_info(write_scenario) -> None:
     assert (trace["cc_min_rtt"].iloc[-1] * 1e3) >= 20.0
 
 
+#: 3 s of requests over four Linux Cubic connections: they sit idle between requests.
+KERNEL_REQUESTS = """\
+    name = "emu-trace-requests"
+    duration = "3s"
+
+    [link]
+    rate = "12Mbps"
+    delay = "10ms"
+    queue = "1bdp"
+
+    [[flows]]
+    scheme = "kernel:cubic"
+    traffic = "requests"
+
+    [flows.requests]
+    cdf = "MIXED_CDF"
+    load = "4Mbps"
+    connections = 4
+"""
+
+
+@needs_root
+def test_kernel_request_connections_trace_tcp_info(write_scenario) -> None:
+    """A request workload's persistent connections are traced as bulk kernel senders are."""
+    result = cclab.run(write_scenario(KERNEL_REQUESTS), engine="emu", trace=True)
+    trace = result.trace
+    assert trace is not None
+    assert list(trace.columns[: len(FIXED)]) == FIXED
+    # Every connection, from its handshake on, at the default interval (~3 s / 10 ms each).
+    per_flow = trace.groupby("flow").size()
+    assert len(per_flow) == 4 and per_flow.min() > 100, per_flow
+    assert 20.0 <= trace["min_rtt_ms"].min() < 23.0
+    # The connections carried the requests: their windows grew past the initial 10 segments.
+    assert trace["cwnd_bytes"].max() > 10 * 1448
+
+
 @needs_root
 def test_compare_trace_draws_both_engines(cli, write_scenario, tmp_path) -> None:
     scenario = write_scenario(KERNEL.format(scheme="cubic"))

@@ -146,7 +146,7 @@ fn ca_state_name(state: u8) -> &'static str {
 /// the kernel's stable layout (fields are only ever appended).
 ///
 /// Raw libc: nix has no TCP_INFO or TCP_CC_INFO option.
-fn tcp_info(sock: impl AsFd, t: u64) -> io::Result<TcpSample> {
+pub(crate) fn tcp_info(sock: impl AsFd, t: u64) -> io::Result<TcpSample> {
     let fd = sock.as_fd().as_raw_fd();
     let mut buf = [0u8; 256];
     let mut len = buf.len() as libc::socklen_t;

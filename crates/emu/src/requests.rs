@@ -24,7 +24,7 @@
 //! aborts them all (RST), as the bulk sender does.
 
 use crate::endpoint::Stop;
-use crate::kernel_tcp::tcp_socket;
+use crate::kernel_tcp::{tcp_info, tcp_socket, TcpTrace};
 use crate::sys::{os_error, wait_any_readable, Clock};
 use crate::topology::RECEIVER_IP;
 use cclab_core::metrics::fct::Request;
@@ -63,6 +63,8 @@ struct ClientConn {
     waiting: VecDeque<usize>,
     /// Requests not yet fully written: (size, bytes of it already written).
     unsent: VecDeque<(u64, u64)>,
+    /// The connection's TCP_INFO readings, when the run is traced.
+    trace: TcpTrace,
 }
 
 /// Puts up to `CHUNK` bytes of the unsent requests `(size, bytes written)` into `buf`.
@@ -101,17 +103,23 @@ fn consume(unsent: &mut VecDeque<(u64, u64)>, mut n: u64) {
     }
 }
 
+/// What a client leaves: every request it issued, and each connection's TCP_INFO readings by
+/// flow id (empty unless traced).
+pub type ClientEnd = (Vec<Request>, Vec<(u32, TcpTrace)>);
+
 /// The client side of one workload: issues its requests on schedule until `stop_at` and
-/// returns every request it issued (ids local to the workload, in arrival order).
-/// Runs on a thread already inside the sender's namespace.
+/// returns every request it issued (ids local to the workload, in arrival order) and, when
+/// `sample_ns` is given (a traced run), each connection's TCP_INFO readings at that interval
+/// by flow id, as a bulk kernel sender's. Runs on a thread already inside the sender's
+/// namespace.
 pub fn client(
     cc: &str,
     mut source: RequestSource,
     conns: &[(u32, u16, u64)],
     clock: Clock,
-    stop_at: u64,
+    (stop_at, sample_ns): (u64, Option<u64>),
     stop: &Stop,
-) -> io::Result<Vec<Request>> {
+) -> io::Result<ClientEnd> {
     crate::sys::set_timer_slack_1ns();
     let mut log: Vec<Request> = Vec::new();
     let mut cs: Vec<ClientConn> = conns
@@ -124,8 +132,10 @@ pub fn client(
             poke: false,
             waiting: VecDeque::new(),
             unsent: VecDeque::new(),
+            trace: TcpTrace::default(),
         })
         .collect();
+    let mut next_sample = clock.now();
     let index_of = |flow: u32| conns.iter().position(|c| c.0 == flow).expect("the source picks our connections");
     let mut buf = Vec::with_capacity(CHUNK);
     let mut rbuf = vec![0u8; 4096];
@@ -146,6 +156,13 @@ pub fn client(
                 Err(e) => return Err(os_error(format_args!("connecting to port {}", c.port))(e)),
             }
             c.sock = Some(sock);
+        }
+        if let Some(every) = sample_ns.filter(|_| now >= next_sample) {
+            for c in cs.iter_mut().filter(|c| c.connected) {
+                let sock = c.sock.as_ref().expect("connected");
+                c.trace.samples.push(tcp_info(sock, now)?);
+            }
+            next_sample = now + every;
         }
         // Arrivals due, each at its own scheduled time.
         while let Some(t) = source.next_arrival().filter(|&t| t <= now) {
@@ -215,6 +232,9 @@ pub fn client(
         if let Some(t) = source.next_arrival() {
             until = until.min(t);
         }
+        if sample_ns.is_some() {
+            until = until.min(next_sample);
+        }
         if let Some(t) = cs.iter().filter(|c| c.sock.is_none()).map(|c| c.start).min() {
             until = until.min(t);
         }
@@ -237,7 +257,8 @@ pub fn client(
         // Abort: unsent data is discarded and the server sees a reset, as for bulk senders.
         setsockopt(&sock, sockopt::Linger, &libc::linger { l_onoff: 1, l_linger: 0 })?;
     }
-    Ok(log)
+    let traces = conns.iter().zip(cs).map(|(&(flow, ..), c)| (flow, c.trace)).collect();
+    Ok((log, traces))
 }
 
 /// One connection as the server sees it: where it is in the current request.

@@ -531,11 +531,14 @@ pub fn run(
             let conns: Vec<(u32, u16, u64)> =
                 r.connections.iter().map(|&id| (id, plans[id as usize].port, plans[id as usize].start)).collect();
             let source = path.request_source(w);
+            // Traced runs read each connection's TCP_INFO as a bulk kernel sender's.
+            let sample_ns = opts.trace.map(|i| i.max(kernel_tcp::MIN_SAMPLE_NS));
             clients.push(s.spawn(move || {
-                let got = ns.enter().and_then(|_| requests::client(cc, source, &conns, clock, r.stop, &stop));
+                let got =
+                    ns.enter().and_then(|_| requests::client(cc, source, &conns, clock, (r.stop, sample_ns), &stop));
                 got.unwrap_or_else(|e| {
                     report(&tx, format!("flows[{}] request client", r.spec), e);
-                    Vec::new()
+                    Default::default()
                 })
             }));
         }
@@ -638,7 +641,14 @@ pub fn run(
         for (i, h) in receivers {
             flow_ends[i].app = h.join().expect("receivers do not panic");
         }
-        let logs: Vec<_> = clients.into_iter().map(|h| h.join().expect("request clients do not panic")).collect();
+        let mut logs = Vec::new();
+        for h in clients {
+            let (log, traces) = h.join().expect("request clients do not panic");
+            logs.push(log);
+            for (flow, tcp) in traces {
+                flow_ends[flow as usize].tcp = tcp;
+            }
+        }
         for h in servers {
             h.join().expect("request servers do not panic");
         }
