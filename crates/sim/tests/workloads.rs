@@ -144,14 +144,13 @@ fn the_inbox_moves_the_standing_queue_from_the_bottleneck_to_itself() {
     assert!(inbox_ms > 10.0, "the queue now sits in the inbox ({inbox_ms} ms)");
     // And the link stays busy once the controller has settled: the bundle gets most of it.
     // Over the whole run it may not: Copa at the inbox can overshoot in its first seconds (its
-    // rate may reach twice the receive rate while no queue shows, the RTT signal arrives one
-    // RTT late, and the velocity doubling then drives the window to its two-packet floor
-    // before the bottleneck queue drains), and whether that happens depends on chance. With
-    // 4 seeds x host jitter 0 / 20 us / 60 us / 125 us (auto) / 250 us, 16 of 20 runs reach
-    // 95.4-95.8 Mbit/s over 10-20 s, and whole-run throughput ranges 75-93 Mbit/s with no
-    // trend in the jitter (250 us: 92-93 for every seed; 20 us: 75-93); the jitter-free run is
-    // one deterministic draw (89.7). The outbox's measurements are not what the jitter
-    // disturbs: it is applied before the inbox, whose queue never empties, and after the outbox.
+    // rate may reach twice the receive rate while no queue shows; the RTT signal arrives one
+    // RTT late). Before the inbox's Copa kept its velocity as ccp_copa does (reset on the
+    // first decision against it, doubled at most every two RTTs), the doubling then drove the
+    // window to its two-packet floor, and whether that happened depended on chance: 4 seeds x
+    // 5 host jitters gave 95.4-95.8 Mbit/s over 10-20 s in 16 of 20 runs and 75-93 Mbit/s
+    // over the whole run. The outbox's measurements are not what the jitter disturbs: it is
+    // applied before the inbox, whose queue never empties, and after the outbox.
     let (t0, t1) = (10 * SEC, 20 * SEC);
     let tput = delivered_bytes(&with, None, t0, t1) as f64 * 8.0 / ((t1 - t0) as f64 / 1e9) / 1e6;
     assert!(tput > 0.85 * 96.0, "throughput over 10-20 s {tput} Mbit/s");
