@@ -169,13 +169,13 @@ impl Receiver {
         self.stream_cum
     }
 
-    /// Takes a data packet; returns an ACK to send now, if one is due.
     /// Cache hint: the receiver's state, which the next data packet updates.
     #[inline]
     pub fn prefetch(&self) {
         cclab_core::hint::prefetch(self);
     }
 
+    /// Takes a data packet; returns an ACK to send now, if one is due.
     pub fn on_data(&mut self, now: Time, pkt: &DataPacket) -> Option<AckFrame> {
         self.packets_received += 1;
         self.bytes_received += pkt.len as u64;
