@@ -174,18 +174,10 @@ def test_kernel_bbr_traces_tcp_info_and_tcp_cc_info(write_scenario) -> None:
     assert (trace["cc_min_rtt"].iloc[-1] * 1e3) >= 20.0
 
 
-#: 3 s of requests over four Linux Cubic connections: they sit idle between requests.
-KERNEL_REQUESTS = """\
-    name = "emu-trace-requests"
-    duration = "3s"
-
-    [link]
-    rate = "12Mbps"
-    delay = "10ms"
-    queue = "1bdp"
-
-    [[flows]]
-    scheme = "kernel:cubic"
+#: The same path with requests over four Linux Cubic connections: they sit idle between requests.
+KERNEL_REQUESTS = (
+    KERNEL.format(scheme="kernel:cubic")
+    + """\
     traffic = "requests"
 
     [flows.requests]
@@ -193,6 +185,7 @@ KERNEL_REQUESTS = """\
     load = "4Mbps"
     connections = 4
 """
+)
 
 
 @needs_root
