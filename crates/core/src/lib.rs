@@ -12,6 +12,7 @@ pub mod input;
 pub mod rng;
 pub mod scenario;
 pub mod time;
+pub mod trim;
 pub mod units;
 
 pub use rng::Rng;

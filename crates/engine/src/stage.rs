@@ -100,14 +100,16 @@ impl<P> DelayLine<P> {
     /// Releases the head with its exit time, whether due or not (the caller checked).
     #[inline]
     pub fn pop(&mut self) -> Option<(Time, P)> {
-        self.q.pop_front()
+        let head = self.q.pop_front();
+        cclab_core::trim::trim(&mut self.q);
+        head
     }
 
     /// Releases the head if it is due at or before `now`.
     #[inline]
     pub fn pop_due(&mut self, now: Time) -> Option<(Time, P)> {
         match self.q.front() {
-            Some(&(t, _)) if t <= now => self.q.pop_front(),
+            Some(&(t, _)) if t <= now => self.pop(),
             _ => None,
         }
     }

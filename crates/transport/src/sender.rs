@@ -997,6 +997,7 @@ impl Sender {
             self.sent.pop_front();
             self.base_id += 1;
         }
+        cclab_core::trim::trim(&mut self.sent);
         self.first_unresolved = self.first_unresolved.max(self.base_id);
     }
 
