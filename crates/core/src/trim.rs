@@ -5,8 +5,9 @@
 //! queue's worst moment, and each flow peaks at a different time, so at thousands of flows the
 //! sum of the peaks grows with simulated time long after what is really in flight has stopped
 //! growing (CoreScale, 5000 flows: 475 MB of deque capacity after 10 simulated seconds for
-//! ~30 MB of live entries). Trimming a deque when it is three quarters empty bounds it by four
-//! times what it holds; halving it then (not trimming to fit) keeps the copy amortised O(1).
+//! ~30 MB of live entries). The simulator sweeps its flows' deques every few million events
+//! (`cclab_sim`'s `TRIM_EVERY`) and trims those three quarters empty to twice what they hold:
+//! not to fit, so that one which fills again soon does not regrow at once.
 
 use std::collections::VecDeque;
 

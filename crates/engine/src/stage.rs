@@ -100,22 +100,25 @@ impl<P> DelayLine<P> {
     /// Releases the head with its exit time, whether due or not (the caller checked).
     #[inline]
     pub fn pop(&mut self) -> Option<(Time, P)> {
-        let head = self.q.pop_front();
-        cclab_core::trim::trim(&mut self.q);
-        head
+        self.q.pop_front()
     }
 
     /// Releases the head if it is due at or before `now`.
     #[inline]
     pub fn pop_due(&mut self, now: Time) -> Option<(Time, P)> {
         match self.q.front() {
-            Some(&(t, _)) if t <= now => self.pop(),
+            Some(&(t, _)) if t <= now => self.q.pop_front(),
             _ => None,
         }
     }
 
     pub fn len(&self) -> usize {
         self.q.len()
+    }
+
+    /// Gives back memory a past peak took ([`cclab_core::trim`]).
+    pub fn trim(&mut self) {
+        cclab_core::trim::trim(&mut self.q);
     }
 
     pub fn is_empty(&self) -> bool {

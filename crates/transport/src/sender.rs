@@ -628,6 +628,11 @@ impl Sender {
         }
     }
 
+    /// Gives back memory a past peak of packets in flight took ([`cclab_core::trim`]).
+    pub fn trim(&mut self) {
+        cclab_core::trim::trim(&mut self.sent);
+    }
+
     /// Processes an acknowledgement.
     pub fn on_ack(&mut self, now: Time, ack: &AckFrame) {
         if !self.active {
@@ -997,7 +1002,6 @@ impl Sender {
             self.sent.pop_front();
             self.base_id += 1;
         }
-        cclab_core::trim::trim(&mut self.sent);
         self.first_unresolved = self.first_unresolved.max(self.base_id);
     }
 
