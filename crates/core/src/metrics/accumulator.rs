@@ -253,9 +253,6 @@ pub struct MetricsAccumulator {
     series_shift: u32,
     /// Bins per flow before the width doubles.
     series_cap: usize,
-    /// The last bin looked up: its start, end and index. Records mostly land in the bin of the
-    /// one before, and a division per lookup was a few percent of a large simulation.
-    series_hit: (u64, u64, usize),
     /// Streaming Jain state, when records come in arrival order and every flow has a schedule.
     stream: Option<JainStream>,
 }
@@ -271,28 +268,15 @@ impl MetricsAccumulator {
         // Streaming needs each flow's schedule up front (a derived one is known only at the end).
         let stream = (cfg.arrivals_ordered && cfg.schedule.len() >= cfg.n_flows)
             .then(|| JainStream { bytes: vec![0; cfg.n_flows], ..JainStream::default() });
-        // An empty range until the first lookup.
-        let series_hit = (1, 0, 0);
-        MetricsAccumulator { cfg, flows, hist_budget, series_shift: 0, series_cap, series_hit, stream }
+        MetricsAccumulator { cfg, flows, hist_budget, series_shift: 0, series_cap, stream }
     }
 
     /// The series bin of time `t`, doubling the bin width until it fits the cap.
     #[inline]
     fn series_index(&mut self, t: u64) -> usize {
-        let (start, end, i) = self.series_hit;
-        if t >= start && t < end {
-            return i;
-        }
-        self.series_lookup(t)
-    }
-
-    fn series_lookup(&mut self, t: u64) -> usize {
         loop {
-            let width = self.cfg.bin << self.series_shift;
-            let i = (t.saturating_sub(self.cfg.origin) / width) as usize;
+            let i = (t.saturating_sub(self.cfg.origin) / (self.cfg.bin << self.series_shift)) as usize;
             if i < self.series_cap {
-                let start = self.cfg.origin + i as u64 * width;
-                self.series_hit = (start, start.saturating_add(width), i);
                 return i;
             }
             self.series_shift += 1;
@@ -344,23 +328,13 @@ impl MetricsAccumulator {
         // Times before the origin land in the first bin rather than wrapping around.
         let index = |t: u64, width: u64| (t.saturating_sub(origin) / width) as usize;
         let delivered = fate == Fate::Delivered && arrived != NEVER;
-        // Widen the bins first for the later of the two times, so both use the same width; an
-        // earlier time in the later one's bin needs no division.
-        let later_bin = self.series_index(if delivered { sent.max(arrived) } else { sent });
-        let (later_start, width) = (self.series_hit.0, self.cfg.bin << self.series_shift);
-        let bin_of = |t: u64| if t >= later_start { later_bin } else { index(t, width) };
-        let (sent_bin, arrived_bin) = (bin_of(sent), if delivered { bin_of(arrived) } else { 0 });
+        // Widen the bins first for the later of the two times, so both use the same width.
+        self.series_index(if delivered { sent.max(arrived) } else { sent });
+        let width = self.cfg.bin << self.series_shift;
+        let (sent_bin, arrived_bin) = (index(sent, width), if delivered { index(arrived, width) } else { 0 });
         if let Some(st) = &self.stream {
             if delivered {
-                // Mostly the open bucket.
-                let in_open = |o: usize| {
-                    let start = origin + o as u64 * jain_bucket;
-                    arrived >= start && arrived - start < jain_bucket
-                };
-                let j = match st.open {
-                    Some(o) if in_open(o) => o,
-                    _ => index(arrived, jain_bucket),
-                };
+                let j = index(arrived, jain_bucket);
                 match st.open {
                     None => self.stream.as_mut().expect("checked").open = Some(j),
                     Some(open) if j > open => self.close_jain(j),
