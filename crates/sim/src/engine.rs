@@ -403,9 +403,9 @@ const PROP: u32 = 0;
 /// Events between two sweeps that give back the flows' unused deque capacity
 /// ([`Sim::trim`]): at CoreScale's ~3 M events per simulated second, three a second. A deque
 /// trimmed on every pop shrank and grew again with each burst (the copies were 3-4 % of a
-/// profile); a sweep shrinks
-/// each at most once per period, and one sweep of 5000 flows costs ~1 ms. (Every 2^22 events:
-/// 20 s of CoreScale peaked at 512 MiB, against 435 at 2^20 and 759 without trimming.)
+/// profile); a sweep shrinks each at most once per period, and one sweep of 5000 flows costs
+/// ~1 ms. (Every 2^22 events: 20 s of CoreScale peaked at 512 MiB, against 435 at 2^20 and 759
+/// without trimming.)
 const TRIM_EVERY: u64 = 1 << 20;
 
 struct Flow {
