@@ -143,12 +143,17 @@ impl RtDuty {
         if wall < Self::WINDOW_NS {
             return;
         }
+        // The thread's CPU clock is a system call (the wall clock is not): read it once per
+        // window unless the thread paused.
         let cpu = thread_cpu_ns();
         if (cpu.saturating_sub(self.mark_cpu)) as f64 > Self::BUSY_SHARE * wall as f64 {
             clock.sleep_until(now + Self::PAUSE_NS);
+            self.mark_wall = clock.now();
+            self.mark_cpu = thread_cpu_ns();
+        } else {
+            self.mark_wall = now;
+            self.mark_cpu = cpu;
         }
-        self.mark_wall = clock.now();
-        self.mark_cpu = thread_cpu_ns();
     }
 }
 
