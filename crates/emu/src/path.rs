@@ -12,10 +12,13 @@
 //!
 //! Time: every stage is computed in model time — a packet leaves a delay line exactly `delay`
 //! after it entered, leaves the bottleneck when the link model says — and the thread only has to
-//! *act* at those times. It sleeps in `ppoll` until shortly before the next due time (woken early
-//! by an arriving packet) and spins the rest of the way, with 1 ns timer slack: sleeping alone
-//! would be tens of µs late, spinning alone would burn a core while idle. A packet written late
-//! is recorded with its true (late) arrival time, and the lateness is reported, never hidden.
+//! *write* at those times. A packet leaving its direction's last delay line may be written up
+//! to the tolerance before or after its model time, so one wake-up writes a whole group
+//! (`timing`); the stages ahead of that line are served in model time whenever the thread wakes
+//! or reads a packet, and need no wake-up of their own. It sleeps in `ppoll` until its planned
+//! release (woken early by an arriving packet), with 1 ns timer slack, and spins only the last
+//! few µs when a wake-up comes too early. A packet is recorded with its true arrival time (the
+//! write), early or late, and the error is reported (`PathStats`), never hidden.
 
 use crate::capture::SharedTap;
 use crate::endpoint::Stop;
@@ -573,7 +576,9 @@ impl<'a> Path<'a> {
 
     /// A packet reaches the receiver's side at model time `t` (a bundled flow's, SYNs too, as
     /// the inbox saw them on the way in): the outbox counts it and
-    /// answers an epoch boundary with feedback.
+    /// answers an epoch boundary with feedback. (Released early, a packet reads the inbox's
+    /// epoch as of up to the tolerance before `t`: the epoch changes at most once per control
+    /// interval, 10 ms.)
     #[inline]
     fn outbox(&mut self, t: u64, p: &Pkt) {
         if let Some(b) = self.cfg.bundle.as_mut().filter(|b| b.carries(p)) {
@@ -971,8 +976,9 @@ pub struct ThreadStats {
 /// records what is still inside as in flight. One thread may serve both directions: while it
 /// waits for the next data departure it also picks up ACKs.
 ///
-/// Sleeping and spinning follow [`timing`]: each wake-up releases everything due, and is timed
-/// as late as the tolerance allows, so that one wake-up serves as many departures as it can.
+/// Sleeping and spinning follow [`timing`]: each wake-up serves the model up to now and writes
+/// every departure due within the tolerance ahead, and is timed at the middle of the group it
+/// is for, so that one wake-up serves as many departures as it can.
 pub(crate) fn drive(
     mut paths: Vec<Path<'_>>,
     th: ThreadConfig,
@@ -989,8 +995,7 @@ pub(crate) fn drive(
     let cpu_start = sys::thread_cpu_ns();
     let Some(clock) = paths.first().map(|p| p.clock) else { return Ok((Vec::new(), ThreadStats::default())) };
     let mut duty = sys::RtDuty::start(th.rt_priority, &clock);
-    let mut pfds: Vec<libc::pollfd> =
-        paths.iter().map(|p| libc::pollfd { fd: p.input.raw_fd(), events: libc::POLLIN, revents: 0 }).collect();
+    let mut waiter = sys::Readiness::new(&paths.iter().map(|p| p.input.raw_fd()).collect::<Vec<_>>())?;
     let mut buf = vec![0u8; READ_BUF];
     let end = th.end;
     let mut wake = WakeLatency::new();
@@ -1033,12 +1038,9 @@ pub(crate) fn drive(
             Plan::Spin => 0,
             Plan::SleepUntil(until) => until.min(now + MAX_SLEEP_NS) - now,
         };
-        // A zero timeout only looks (one system call for every input); otherwise it sleeps
-        // until an input is readable or the time comes.
-        let ready = sys::wait_any_readable(&mut pfds, timeout)?;
-        for (r, pfd) in readable.iter_mut().zip(&pfds) {
-            *r = pfd.revents != 0;
-        }
+        // A zero timeout only looks; otherwise it sleeps until an input is readable or the
+        // time comes.
+        let ready = waiter.wait(&mut readable, timeout)?;
         if timeout == 0 {
             ts.spins += 1;
             duty.turn(&clock);
