@@ -57,8 +57,8 @@ struct Args {
     /// The path threads spin rather than sleep when their planned wake-up is within this (µs).
     #[arg(long, value_name = "N", default_value_t = EmuOptions::default().spin_us)]
     spin_us: u64,
-    /// How late past its model time a packet may leave, so that one wake-up serves several
-    /// (µs; default: half a packet time at the link's rate, at most 80).
+    /// How far before or after its model time a packet may leave, so that one wake-up serves
+    /// several (µs; default: 5/8 of a packet time at the link's rate, at most 80).
     #[arg(long, value_name = "US")]
     tolerance_us: Option<u64>,
     /// Writes every segment to the receiver on its own instead of merging the segments of a

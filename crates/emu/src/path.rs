@@ -269,8 +269,8 @@ pub(crate) struct ThreadConfig {
     /// Spin instead of sleeping when the planned wake-up is this close (a shorter sleep is not
     /// worth its wake-up).
     pub spin_ns: u64,
-    /// How late past its model time a packet may be written so that one wake-up can release
-    /// several (`timing::tolerance_ns`).
+    /// How far before or after its model time a packet may be written so that one wake-up can
+    /// release several (`timing::tolerance_ns`).
     pub tolerance_ns: u64,
     /// Pin the thread to the CPU it starts on (when the process may use more than one).
     pub pin: bool,
