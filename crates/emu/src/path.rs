@@ -15,9 +15,9 @@
 //! *write* at those times. A packet leaving its direction's last delay line may be written up
 //! to the tolerance before or after its model time, so one wake-up writes a whole group
 //! (`timing`); the stages ahead of that line are served in model time whenever the thread wakes
-//! or reads a packet, and need no wake-up of their own. It sleeps in `epoll_pwait2` until its planned
-//! release (woken early by an arriving packet), with 1 ns timer slack, and spins only the last
-//! few µs when a wake-up comes too early. A packet is recorded with its true arrival time (the
+//! or reads a packet, and need no wake-up of their own. It sleeps in `epoll_pwait2` until its
+//! planned release (woken early by an arriving packet), with 1 ns timer slack, and spins only
+//! the last few µs when a wake-up comes too early. A packet is recorded with its true arrival time (the
 //! write), early or late, and the error is reported (`PathStats`), never hidden.
 
 use crate::capture::SharedTap;
