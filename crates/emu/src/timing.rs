@@ -7,7 +7,8 @@
 //! theirs) may be written up to T before its model time or T after it, and one wake-up writes
 //! a whole *group* — everything due within 2·T of the earliest departure — at the group's
 //! middle, so each of its packets leaves within half the group's span of its time (early or
-//! late: the mean error is ~0, where a window after the model time made every packet late).
+//! late, where a window after the model time made every packet late: the errors fall on both
+//! sides of zero).
 //! Taking each group as everything within 2·T of the earliest departure left is the fewest
 //! wake-ups that keep every packet within T — the greedy cover of points by intervals. Those
 //! due times are known well ahead (a delay line's exits are fixed when a packet enters it), so
