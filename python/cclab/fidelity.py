@@ -314,8 +314,9 @@ def _sim_name(scheme: str) -> str:
 
 
 def _late_p99_ms(meta: dict[str, Any]) -> float:
-    """The emulator's timing error of a run: the p99 of data packets' arrival minus their
-    model arrival (its `stats`), in ms; NaN when the run does not say."""
+    """The emulator's timing error of a run: the p99 of data packets' |arrival - model
+    arrival| (its `stats`; runs recorded before the window was centred had only late
+    packets), in ms; NaN when the run does not say."""
     value = (meta.get("stats") or {}).get("data_late_p99_us")
     return math.nan if value is None else float(value) / 1000
 
@@ -380,7 +381,7 @@ TABLE_COLUMNS: tuple[tuple[str, str], ...] = (
     ("delay_p95_ms", "p95 one-way delay, ms (a mix: mean of the scheme's flows' p95)"),
     ("jain_median", "the run's median per-bucket Jain index over all its flows"),
     ("share", "the scheme's bytes delivered / all flows' bytes delivered"),
-    ("late_p99_ms", "emulator only: p99 of its packets' lateness against the model, ms"),
+    ("late_p99_ms", "emulator only: p99 of its packets' |arrival - model arrival|, ms"),
     ("throughput_error", "|sim - emu| / emu of throughput_mbps"),
     ("delay_error", "|sim - emu| / emu of delay_p95_ms"),
     ("replication_error", "(throughput_error + delay_error) / 2, the Pantheon's score"),

@@ -113,6 +113,6 @@ fn main() {
         s.delay_p95_ms,
         e.throughput_mbps,
         e.delay_p95_ms,
-        emu.emu.forward.lateness_quantile_us(0.99)
+        emu.emu.forward.error_quantile_us(0.99)
     );
 }

@@ -57,8 +57,8 @@ struct Args {
     /// The path threads spin rather than sleep when their planned wake-up is within this (µs).
     #[arg(long, value_name = "N", default_value_t = EmuOptions::default().spin_us)]
     spin_us: u64,
-    /// How late past its model time a packet may leave, so that one wake-up serves several
-    /// (µs; default: half a packet time at the link's rate, at most 80).
+    /// How far before or after its model time a packet may leave, so that one wake-up serves
+    /// several (µs; default: 5/8 of a packet time at the link's rate, at most 80).
     #[arg(long, value_name = "US")]
     tolerance_us: Option<u64>,
     /// Writes every segment to the receiver on its own instead of merging the segments of a
@@ -174,9 +174,11 @@ fn report(out: &EmuOutput, prop_ns: u64) {
             }
             if log.kind[i] == PacketKind::Data as u8 {
                 // A delivered packet that beat the model (left the queue before it entered, or
-                // arrived sooner than the propagation delay) would be an engine bug.
+                // arrived sooner than the propagation delay less the tolerance by which a
+                // wake-up may release it early) would be an engine bug.
                 let d = log.fate[i] == Fate::Delivered as u8;
-                if d && (log.dequeued[i] < log.enqueued[i] || log.arrived[i] < log.dequeued[i] + prop_ns) {
+                let tol = out.emu.tolerance_ns;
+                if d && (log.dequeued[i] < log.enqueued[i] || log.arrived[i] + tol < log.dequeued[i] + prop_ns) {
                     violations += 1;
                 }
                 by_fate[log.fate[i] as usize] += 1;
@@ -200,7 +202,7 @@ fn report(out: &EmuOutput, prop_ns: u64) {
     }
     for (name, p) in [("data", &out.emu.forward), ("ack", &out.emu.reverse)] {
         println!(
-            "{name}_path: realtime = {}  reads = {}  merged_writes = {}  merged_packets = {}  packets = {}  unclassified = {}  device_drops = {}  early_writes = {}  late_p50_us = {}  late_p99_us = {}  late_max_us = {}",
+            "{name}_path: realtime = {}  reads = {}  merged_writes = {}  merged_packets = {}  packets = {}  unclassified = {}  device_drops = {}  early_writes = {}  early_max_us = {:.1}  late_p50_us = {}  late_p99_us = {}  late_max_us = {}  signed_p1_us = {}  signed_p50_us = {}  signed_p99_us = {}",
             p.realtime,
             p.reads,
             p.merged_writes,
@@ -209,9 +211,13 @@ fn report(out: &EmuOutput, prop_ns: u64) {
             p.unclassified,
             p.device_drops,
             p.early_writes,
-            p.lateness_quantile_us(0.5),
-            p.lateness_quantile_us(0.99),
-            p.lateness_quantile_us(1.0)
+            p.early_max_ns as f64 / 1e3,
+            p.error_quantile_us(0.5),
+            p.error_quantile_us(0.99),
+            p.error_quantile_us(1.0),
+            p.signed_error_quantile_us(0.01),
+            p.signed_error_quantile_us(0.5),
+            p.signed_error_quantile_us(0.99)
         );
         if let Some(e) = &p.last_write_error {
             println!("{name}_path: last_write_error = {e}");

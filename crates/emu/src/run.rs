@@ -49,8 +49,8 @@ pub struct EmuOptions {
     pub pin_threads: bool,
     /// The path threads spin rather than sleep when their planned wake-up is within this (µs).
     pub spin_us: u64,
-    /// How late past its model time a packet may leave, so that one wake-up serves several
-    /// (µs); None: half a packet time at the link's rate, at most 80 µs
+    /// How far before or after its model time a packet may leave, so that one wake-up serves
+    /// several (µs); None: 5/8 of a packet time at the link's rate, at most 80 µs
     /// (`timing::tolerance_ns`). 0 asks for every packet on time, at the cost of more wake-ups.
     pub tolerance_us: Option<u64>,
     /// Real-time (SCHED_FIFO) priority of the path threads; None leaves them ordinary. Without
@@ -141,7 +141,7 @@ pub struct EmuStats {
     pub setup_secs: f64,
     /// One entry per path thread (one, or two with `single_thread = false`).
     pub threads: Vec<ThreadStats>,
-    /// The lateness the path allowed itself (see `EmuOptions::tolerance_us`), ns.
+    /// The timing error the path allowed itself, either way (see `EmuOptions::tolerance_us`), ns.
     pub tolerance_ns: u64,
     /// CPU time of the whole emulator process from the run's start to its end (path threads,
     /// endpoints — kernel TCP senders and receivers included — and the record collector), ns.

@@ -97,6 +97,12 @@ impl<P> DelayLine<P> {
         self.q.front().map(|x| x.0)
     }
 
+    /// The exit times of the packets inside, head first (non-decreasing): a real-time engine
+    /// looks ahead at them to group departures into as few wake-ups as it can.
+    pub fn exits(&self) -> impl Iterator<Item = Time> + '_ {
+        self.q.iter().map(|x| x.0)
+    }
+
     /// Releases the head with its exit time, whether due or not (the caller checked).
     #[inline]
     pub fn pop(&mut self) -> Option<(Time, P)> {
