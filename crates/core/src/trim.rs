@@ -5,7 +5,7 @@
 //! queue's worst moment, and each flow peaks at a different time, so at thousands of flows the
 //! sum of the peaks grows with simulated time long after what is really in flight has stopped
 //! growing (CoreScale, 5000 flows: 475 MB of deque capacity after 10 simulated seconds for
-//! ~30 MB of live entries). The simulator sweeps its flows' deques every few million events
+//! ~30 MB of live entries). The simulator sweeps its flows' deques every million events or so
 //! (`cclab_sim`'s `TRIM_EVERY`) and trims those three quarters empty to twice what they hold:
 //! not to fit, so that one which fills again soon does not regrow at once.
 
