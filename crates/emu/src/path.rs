@@ -17,8 +17,8 @@
 //! (`timing`); the stages ahead of that line are served in model time whenever the thread wakes
 //! or reads a packet, and need no wake-up of their own. It sleeps in `epoll_pwait2` until its
 //! planned release (woken early by an arriving packet), with 1 ns timer slack, and spins only
-//! the last few µs when a wake-up comes too early. A packet is recorded with its true arrival time (the
-//! write), early or late, and the error is reported (`PathStats`), never hidden.
+//! the last few µs when a wake-up comes too early. A packet is recorded with its true arrival
+//! time (the write), early or late, and the error is reported (`PathStats`), never hidden.
 
 use crate::capture::SharedTap;
 use crate::endpoint::Stop;

@@ -8,11 +8,12 @@
 //! its last byte is acknowledged. The arrivals, sizes and connection choices are
 //! `cclab_engine::workload::RequestSource`'s, drawn from the same seed streams as in the
 //! simulator (the connection when all are busy from a stream of its own, so the arrivals and
-//! sizes are the simulator's however busy the kernel's connections are). On real sockets "acknowledged" is what the application can see: the server
-//! answers every complete request with one byte, sent the moment it has read the request's
-//! last byte, so the answer rides on (or right behind) the kernel's ACK of that byte. FCT is
-//! from the request's arrival (its Poisson time, so a late client thread or time spent queued
-//! behind other requests counts) to the client reading that byte.
+//! sizes are the simulator's however busy the kernel's connections are). On real sockets
+//! "acknowledged" is what the application can see: the server answers every complete request
+//! with one byte, sent the moment it has read the request's last byte, so the answer rides on
+//! (or right behind) the kernel's ACK of that byte. FCT is from the request's arrival (its
+//! Poisson time, so a late client thread or time spent queued behind other requests counts)
+//! to the client reading that byte.
 //!
 //! Wire format: a request is `max(size, 8)` bytes whose first 8 are `size` (u64, little
 //! endian), so the bytes on the wire are the request's own for every size of at least 8

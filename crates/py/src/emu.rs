@@ -121,7 +121,8 @@ fn to_dict<'py>(py: Python<'py>, scenario: &Scenario, out: EmuOutput) -> PyResul
     stats.set_item("realtime", emu.forward.realtime)?;
     // What the emulator cost: its path threads (forwarding, and the receiving kernels' work
     // done inside their TUN writes) and the whole process (kernel TCP endpoints included), in
-    // % of one CPU over the run; and the timing error it allowed itself (either way) to save wake-ups.
+    // % of one CPU over the run; and the timing error it allowed itself (either way) to save
+    // wake-ups.
     stats.set_item("emu_path_cpu_pct", emu.path_cpu_pct())?;
     stats.set_item("emu_process_cpu_pct", emu.process_cpu_pct())?;
     stats.set_item("emu_path_cpu_s", emu.path_cpu_ns() as f64 / 1e9)?;
