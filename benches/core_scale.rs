@@ -2,6 +2,7 @@
 //!
 //!     CARGO_TARGET_DIR=... cargo bench -p cclab-sim --bench core_scale            # 10, 60, 600 s
 //!     cargo bench -p cclab-sim --bench core_scale -- 60 --flows 5000 --scheme newreno
+//!     cargo bench -p cclab-sim --bench core_scale -- 60 --bin-ms 50   # a 600 s run's series
 //!
 //! The setting is IMC'21's CoreScale (reproduction-targets.md §3.1): 10 Gbit/s, a 375 MB
 //! drop-tail buffer, NewReno flows in three equal groups at 20, 100 and 200 ms base RTT, arriving
@@ -15,12 +16,12 @@
 use std::process::Command;
 use std::time::Instant;
 
-fn scenario(duration: u64, flows: u32, scheme: &str) -> cclab_core::Scenario {
+fn scenario(duration: u64, flows: u32, scheme: &str, bin_ms: u64) -> cclab_core::Scenario {
     // Three RTT groups; a flow of group g starts at (3·k + g)·gap so the arrivals interleave.
     let per = flows / 3;
     let gap_us = 2_000_000 / flows.max(1) as u64;
     let mut text = format!(
-        "name = \"corescale\"\nduration = \"{duration}s\"\n[link]\nrate = \"10Gbps\"\ndelay = \"10ms\"\nqueue = \"375MB\"\n"
+        "name = \"corescale\"\nduration = \"{duration}s\"\n[output]\nbin = \"{bin_ms}ms\"\n[link]\nrate = \"10Gbps\"\ndelay = \"10ms\"\nqueue = \"375MB\"\n"
     );
     for (g, extra) in [0u64, 80, 180].into_iter().enumerate() {
         let count = if g == 2 { flows - 2 * per } else { per };
@@ -52,20 +53,27 @@ fn cpu_secs() -> f64 {
     (tick(11) + tick(12)) / 100.0
 }
 
-fn child(duration: u64, flows: u32, scheme: &str) {
-    let s = scenario(duration, flows, scheme);
+fn child(duration: u64, flows: u32, scheme: &str, bin_ms: u64) {
+    let s = scenario(duration, flows, scheme, bin_ms);
     let cpu0 = cpu_secs();
     let wall = Instant::now();
-    let mut last_report = 0u64;
+    let (mut last_sample, mut last_report, mut rss_max) = (0u64, 0u64, 0f64);
     let out = cclab_sim::run(&s, &cclab_sim::RunOptions::default(), &mut |now| {
-        // Progress on stderr once per 10 simulated seconds, with the resident set then.
+        // The resident set sampled once per simulated second; its largest value over each 10
+        // simulated seconds on stderr, so that the time of the peak shows.
+        if now >= last_sample + 1_000_000_000 {
+            last_sample = now;
+            rss_max = rss_max.max(status_kib("VmRSS:") / 1024.0);
+        }
         if now >= last_report + 10_000_000_000 {
             last_report = now;
-            eprintln!("  t = {:>4} s  rss {:.0} MiB", now / 1_000_000_000, status_kib("VmRSS:") / 1024.0);
+            eprintln!("  t = {:>4} s  rss max {rss_max:.0} MiB", now / 1_000_000_000);
+            rss_max = 0.0;
         }
         Ok(())
     })
     .expect("bench run");
+    eprintln!("  end       rss {:.0} MiB (after the metrics' rows are built)", status_kib("VmRSS:") / 1024.0);
     let cpu = cpu_secs() - cpu0;
     println!(
         "{duration:>5} s  {flows} {scheme} flows: cpu {cpu:.1} s, wall {:.1} s, {:.0} M events, {:.2} M events/cpu-s, \
@@ -85,17 +93,21 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).filter(|a| a != "--bench").collect();
     let mut durations = Vec::new();
     let (mut flows, mut scheme, mut is_child) = (5000u32, "newreno".to_string(), false);
+    // The time series' bin (the Pantheon's 500 ms by default); a finer one makes a short run
+    // hold as many bins as a long one, to see the series' memory bound without waiting.
+    let mut bin_ms = 500u64;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
             "--flows" => flows = it.next().and_then(|v| v.parse().ok()).expect("--flows N"),
             "--scheme" => scheme = it.next().expect("--scheme NAME").clone(),
+            "--bin-ms" => bin_ms = it.next().and_then(|v| v.parse().ok()).expect("--bin-ms N"),
             "--child" => is_child = true,
             d => durations.push(d.parse::<u64>().unwrap_or_else(|_| panic!("not a duration in s: {d}"))),
         }
     }
     if is_child {
-        child(durations[0], flows, &scheme);
+        child(durations[0], flows, &scheme, bin_ms);
         return;
     }
     if durations.is_empty() {
@@ -106,6 +118,7 @@ fn main() {
     for d in durations {
         let status = Command::new(&exe)
             .args([d.to_string(), "--flows".into(), flows.to_string(), "--scheme".into(), scheme.clone()])
+            .args(["--bin-ms".into(), bin_ms.to_string()])
             .arg("--child")
             .status()
             .expect("spawn child");

@@ -10,6 +10,7 @@
 //! were scheduled (a sequence number breaks them), which makes runs deterministic.
 
 use crate::SimError;
+use cclab_core::metrics::LossGaps;
 use cclab_core::record::{Fate, PacketKind, PacketRecord, NEVER};
 use cclab_core::scenario::{Scenario, ACK_BYTES, MSS};
 use cclab_core::time::Time;
@@ -503,6 +504,23 @@ impl Sim {
             Ev::Timer(f) => self.flows[f as usize].sender.prefetch(),
             _ => {}
         }
+    }
+
+    /// What the run's output needs from the simulator (the record sinks, each flow's congestion
+    /// events and loss gaps, the controller trace); everything else — packets in flight, queues,
+    /// senders — is freed here, before the metrics build their rows, so that the end of a long
+    /// run at thousands of flows is not its peak of memory.
+    fn into_results(self) -> (Sinks, Vec<(u64, LossGaps)>, Option<CcTrace>) {
+        let congestion = self
+            .flows
+            .iter()
+            .map(|flow| {
+                let st = &flow.sender.stats;
+                (st.congestion_events + st.rto_count, st.loss_gaps)
+            })
+            .collect();
+        let Sim { sinks, cc_trace, .. } = self;
+        (sinks, congestion, cc_trace.map(|(trace, _)| trace))
     }
 
     /// Gives back the memory the flows' past peaks took: their senders' records and their delay
@@ -1054,18 +1072,18 @@ pub fn simulate(
     sim.now = end;
     sim.flush();
 
-    let mut out = sim.sinks.finish(&plan, events, wall.elapsed().as_secs_f64());
+    let (sinks, congestion, trace) = sim.into_results();
+    crate::release_freed_memory();
+    let mut out = sinks.finish(&plan, events, wall.elapsed().as_secs_f64());
     // The senders know their congestion events; the total row adds them up (its burstiness is
     // left undefined: gaps of different flows do not form one sequence).
     let mut total_events = 0;
-    for (summary, flow) in out.metrics.flows.iter_mut().zip(&sim.flows) {
-        let st = &flow.sender.stats;
-        let events = st.congestion_events + st.rto_count;
-        summary.set_congestion(events, &st.loss_gaps);
+    for (summary, (events, gaps)) in out.metrics.flows.iter_mut().zip(&congestion) {
+        summary.set_congestion(*events, gaps);
         total_events += events;
     }
     out.metrics.total.set_congestion(total_events, &Default::default());
-    out.trace = sim.cc_trace.map(|(trace, _)| trace);
+    out.trace = trace;
     Ok(out)
 }
 
