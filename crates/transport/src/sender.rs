@@ -22,8 +22,11 @@ const PACING_SHIFT: u32 = 10;
 const TSO_RTT_LOG: u32 = 9;
 const GSO_MAX_SIZE: u64 = 65_536;
 /// Linux's TCP_TIMEOUT_MIN (2 jiffies; HZ = 1000 assumed, as crates/cc's Cubic does): the PTO's
-/// allowance when more than one packet is out.
-const TLP_TIMEOUT_MIN: Time = 2_000_000;
+/// allowance when more than one packet is out, and RACK's timer's beyond the last packet due.
+const TCP_TIMEOUT_MIN: Time = 2_000_000;
+/// Linux's initial tp->reordering (net.ipv4.tcp_reordering): SACKed packets after which RACK
+/// drops its reordering window.
+const RACK_REORDERING: u64 = 3;
 
 #[derive(Clone, Copy, Debug)]
 pub struct SenderConfig {
@@ -50,6 +53,9 @@ pub struct SenderConfig {
     pub prr: bool,
     /// Tail-loss probes (`[transport] tlp`; [`Sender::arm_tlp`]).
     pub tlp: bool,
+    /// Linux's RACK loss detection (`[transport] rack`; [`Sender::detect_losses`]); false:
+    /// RFC 9002's packet and time thresholds.
+    pub rack: bool,
 }
 
 impl Default for SenderConfig {
@@ -66,6 +72,7 @@ impl Default for SenderConfig {
             tso: true,
             prr: true,
             tlp: true,
+            rack: true,
         }
     }
 }
@@ -86,6 +93,37 @@ impl SenderConfig {
             tso: transport.tso,
             prr: transport.prr,
             tlp: transport.tlp,
+            rack: transport.rack,
+        }
+    }
+}
+
+/// One pass of loss detection's rule over the packets in flight (`Sender::detect_losses`).
+#[derive(Clone, Copy, Debug)]
+struct LossRule {
+    /// Lost once this many later ids are acknowledged (RFC 9002); None: no such rule (RACK).
+    packet_threshold: Option<u64>,
+    /// Lost once this long has passed since it was sent, for this cause.
+    delay: Time,
+    time_cause: LossCause,
+    /// The timer waits for the last pending packet (RACK) rather than the first (RFC 9002).
+    wait_for_last: bool,
+    /// Added to the timer's deadline.
+    slack: Time,
+}
+
+impl LossRule {
+    /// A packet sent at `sent`, `later` ids below the largest acked: lost (why), or the time it
+    /// will be.
+    fn verdict(&self, later: u64, sent: Time, now: Time) -> Result<LossCause, Time> {
+        if self.packet_threshold.is_some_and(|k| later >= k) {
+            return Ok(LossCause::PacketThreshold);
+        }
+        let due = sent + self.delay;
+        if due <= now {
+            Ok(self.time_cause)
+        } else {
+            Err(due)
         }
     }
 }
@@ -181,6 +219,10 @@ pub struct Sender {
     // Retransmission timer.
     rto_deadline: Option<Time>,
     loss_time: Option<Time>,
+    /// RACK (tcp_rack_advance): the send time and RTT of the most recently sent packet that
+    /// was delivered.
+    rack_xmit: Time,
+    rack_rtt: Time,
     /// While a timeout's reduction may still be undone: the first id sent after the first
     /// timeout of the loss episode. Entries it declared lost are kept until then.
     undo_end: Option<u64>,
@@ -247,6 +289,8 @@ impl Sender {
             snd_una: 0,
             rto_deadline: None,
             loss_time: None,
+            rack_xmit: 0,
+            rack_rtt: 0,
             undo_end: None,
             tlp_deadline: None,
             tlp_high: None,
@@ -544,7 +588,7 @@ impl Sender {
         } else if self.in_flight <= self.cfg.mss {
             2 * s.smoothed + self.cfg.min_rto
         } else {
-            2 * s.smoothed + TLP_TIMEOUT_MIN
+            2 * s.smoothed + TCP_TIMEOUT_MIN
         };
         self.tlp_deadline = Some((now + pto).min(rto_at));
     }
@@ -715,6 +759,11 @@ impl Sender {
             self.undo_rto(now);
         }
         self.first_send_time = newest_pkt.send_time;
+        if newest_pkt.send_time >= self.rack_xmit {
+            // tcp_rack_advance. (Linux skips a retransmission's sample shorter than min_rtt, as
+            // the ACK may be the original's; a transmission's own id here leaves no doubt.)
+            (self.rack_xmit, self.rack_rtt) = (newest_pkt.send_time, now - newest_pkt.send_time);
+        }
 
         // Rate sample, reference §0.4.
         if self.app_limited_until > 0 && self.delivered > self.app_limited_until {
@@ -889,31 +938,28 @@ impl Sender {
         }
     }
 
-    /// Declares lost every unacked packet three ids below the largest acked, or sent more than
-    /// 9/8·RTT before it; arms the loss timer for the earliest that is not yet.
+    /// Declares lost the unacked packets the loss-detection rule finds lost (Linux's RACK, or
+    /// RFC 9002's thresholds: `SenderConfig::rack`) and arms the loss timer for those that are
+    /// not yet.
     fn detect_losses(&mut self, now: Time) {
         let Some(largest) = self.largest_acked else { return };
-        let rtt = self.rtt.stats.latest.max(self.rtt.stats.smoothed);
-        let delay = (rtt * TIME_THRESHOLD_NUM / TIME_THRESHOLD_DEN).max(1_000_000);
         self.loss_time = None;
-        let mut id = self.first_unresolved.max(self.base_id);
+        let start = self.first_unresolved.max(self.base_id);
+        // Per in-flight packet below the largest acked: the time it is due as lost and the
+        // cause; the rule's timer deadline from the pending ones.
+        let rule = if self.cfg.rack { self.rack_rule(start, largest) } else { self.rfc9002_rule() };
+        let mut id = start;
         let mut all_resolved_so_far = true;
+        let mut pending: Option<Time> = None;
         while id < largest {
             let idx = (id - self.base_id) as usize;
             let p = self.sent[idx];
             if p.state == State::InFlight {
-                let cause = if largest - id >= PACKET_THRESHOLD {
-                    Some(LossCause::PacketThreshold)
-                } else if p.send_time + delay <= now {
-                    Some(LossCause::TimeThreshold)
-                } else {
-                    None
-                };
-                match cause {
-                    Some(cause) => self.declare_lost(id, cause),
-                    None => {
-                        let t = p.send_time + delay;
-                        self.loss_time = Some(self.loss_time.map_or(t, |l| l.min(t)));
+                match rule.verdict(largest - id, p.send_time, now) {
+                    Ok(cause) => self.declare_lost(id, cause),
+                    Err(due) => {
+                        let later = |a: Time| if rule.wait_for_last { a.max(due) } else { a.min(due) };
+                        pending = Some(pending.map_or(due, later));
                         all_resolved_so_far = false;
                     }
                 }
@@ -922,6 +968,54 @@ impl Sender {
                 self.first_unresolved = id + 1;
             }
             id += 1;
+        }
+        self.loss_time = pending.map(|due| due + rule.slack);
+    }
+
+    /// RFC 9002 §6.1: three later packets acknowledged, or 9/8·max(srtt, latest RTT), at
+    /// least 1 ms, since it was sent.
+    fn rfc9002_rule(&self) -> LossRule {
+        let rtt = self.rtt.stats.latest.max(self.rtt.stats.smoothed);
+        let delay = (rtt * TIME_THRESHOLD_NUM / TIME_THRESHOLD_DEN).max(1_000_000);
+        LossRule {
+            packet_threshold: Some(PACKET_THRESHOLD),
+            delay,
+            time_cause: LossCause::TimeThreshold,
+            wait_for_last: false,
+            slack: 0,
+        }
+    }
+
+    /// Linux's RACK (tcp_rack_detect_loss, tcp_rack_reo_wnd): a packet sent before the most
+    /// recently sent delivered one (every id below the largest acked is) is lost
+    /// `rack_rtt + reo_wnd` after it left. reo_wnd is
+    /// min_rtt/4, at most srtt, and 0 in recovery or once `RACK_REORDERING` packets are SACKed
+    /// ("be aggressive during the recovery or starting the recovery by DUPACK threshold"; the
+    /// simulator's paths never reorder a flow's packets, so Linux's reord_seen stays 0). The
+    /// reordering timer waits for the last packet pending, plus TCP_TIMEOUT_MIN
+    /// (tcp_rack_mark_lost).
+    fn rack_rule(&self, start: u64, largest: u64) -> LossRule {
+        let sacked = || {
+            (start..largest)
+                .filter(|&id| self.sent[(id - self.base_id) as usize].state == State::Acked)
+                .take(RACK_REORDERING as usize - 1)
+                .count() as u64
+                + 1 // the largest acked is SACKed too while anything below it is unresolved
+        };
+        let s = self.rtt.stats;
+        let (reo_wnd, time_cause) = if self.ca_state != CaState::Open {
+            (0, LossCause::TimeThreshold)
+        } else if sacked() >= RACK_REORDERING {
+            (0, LossCause::PacketThreshold)
+        } else {
+            ((s.min / 4).min(s.smoothed), LossCause::TimeThreshold)
+        };
+        LossRule {
+            packet_threshold: None,
+            delay: self.rack_rtt + reo_wnd,
+            time_cause,
+            wait_for_last: true,
+            slack: TCP_TIMEOUT_MIN,
         }
     }
 

@@ -74,6 +74,15 @@ pub struct Transport {
     /// (net.ipv4.tcp_early_retrans = 3).
     #[serde(default = "default_true")]
     pub tlp: bool,
+    /// Loss detection as Linux's RACK (RFC 8985 as net/ipv4/tcp_recovery.c runs it, with
+    /// net.ipv4.tcp_recovery = 1): a packet sent before the most recently sent one that was
+    /// delivered is lost once that one's RTT plus a reordering window has passed since it
+    /// left; the window is min_rtt/4 (at most srtt), and none in recovery or once three
+    /// packets are SACKed (tcp_rack_reo_wnd), and the timer waits for the last packet pending
+    /// plus 2 ms. Default true; false detects losses as RFC 9002 §6.1 does (three later
+    /// packets acknowledged, or 9/8·max(srtt, latest RTT) since it was sent), as QUIC stacks do.
+    #[serde(default = "default_true")]
+    pub rack: bool,
     /// The receive buffer's autotuning ceiling, Linux's net.ipv4.tcp_rmem[2]: 32 MiB since
     /// 6.16 (6 MiB, 6291456, before). A flow without `rwnd` advertises at most
     /// [`SCALING_RATIO`]/256 of it (tcp_win_from_space), so its flight never exceeds that.
@@ -117,6 +126,7 @@ impl Default for Transport {
             tso: true,
             prr: true,
             tlp: true,
+            rack: true,
             rmem_max: default_rmem_max(),
         }
     }
@@ -138,10 +148,11 @@ mod tests {
             (true, RtoModel::Linux, Dur(120_000_000_000), true, true)
         );
         assert_eq!((s.transport.prr, s.transport.tlp, s.transport.rmem_max), (true, true, Bytes(33_554_432)));
+        assert!(s.transport.rack);
         assert_eq!(s.transport.default_rwnd(), 20 << 20, "tcp_win_from_space at scaling_ratio 160");
         let text = format!(
             "{BASE}[transport]\nhandshake = false\nrto = \"rfc6298\"\nrto_max = \"60s\"\nundo = false\ntso = false\n\
-             prr = false\ntlp = false\nrmem_max = \"6291456B\"\n"
+             prr = false\ntlp = false\nrack = false\nrmem_max = \"6291456B\"\n"
         );
         let s = Scenario::parse(&text, "t.toml").unwrap();
         assert_eq!(
@@ -154,6 +165,7 @@ mod tests {
                 tso: false,
                 prr: false,
                 tlp: false,
+                rack: false,
                 rmem_max: Bytes(6_291_456),
             }
         );

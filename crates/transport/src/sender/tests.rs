@@ -122,6 +122,11 @@ impl Harness {
         Harness::with(cwnd_pkts, SenderConfig::default())
     }
 
+    /// As `new`, with RFC 9002's loss detection instead of Linux's RACK (`[transport] rack`).
+    fn rfc9002(cwnd_pkts: u64) -> Harness {
+        Harness::with(cwnd_pkts, SenderConfig { rack: false, ..SenderConfig::default() })
+    }
+
     fn with(cwnd_pkts: u64, cfg: SenderConfig) -> Harness {
         let cc = Arc::new(Mutex::new(Shared {
             cwnd: cwnd_pkts.saturating_mul(MSS),
@@ -191,7 +196,7 @@ impl Harness {
 fn packet_threshold_loss_after_three_later_packets_are_acked() {
     // RFC 9002 §6.1.1 (kPacketThreshold = 3; RFC 6675's DupThresh): a packet is lost once
     // three packets sent after it are acknowledged.
-    let mut h = Harness::new(100);
+    let mut h = Harness::rfc9002(100);
     h.send(0, 6);
     h.ack(10 * MS, &[(1, 3)]); // two later packets: not yet
     assert!(h.losses().is_empty());
@@ -207,10 +212,10 @@ fn packet_threshold_loss_after_three_later_packets_are_acked() {
 }
 
 #[test]
-fn rack_time_threshold_is_nine_eighths_of_the_rtt() {
+fn rfc9002_time_threshold_is_nine_eighths_of_the_rtt() {
     // RFC 9002 §6.1.2 (RACK, RFC 8985 §6.2): a packet is lost once 9/8·max(srtt, latest_rtt)
     // has passed since it was sent, if a later one was acknowledged. The loss timer fires then.
-    let mut h = Harness::new(100);
+    let mut h = Harness::rfc9002(100);
     h.send(0, 1);
     h.send(2 * MS, 1);
     h.ack(80 * MS + 2 * MS, &[(1, 2)]); // rtt 80 ms; id 0 has one later packet acked
@@ -227,16 +232,16 @@ fn rack_time_threshold_is_nine_eighths_of_the_rtt() {
 }
 
 #[test]
-fn rack_time_threshold_uses_the_larger_of_srtt_and_latest_rtt_and_a_1ms_floor() {
+fn rfc9002_time_threshold_uses_the_larger_of_srtt_and_latest_rtt_and_a_1ms_floor() {
     // RFC 9002 §6.1.2: max(smoothed_rtt, latest_rtt), and never below kGranularity (1 ms).
-    let mut h = Harness::new(100);
+    let mut h = Harness::rfc9002(100);
     h.send(0, 1);
     h.ack(40 * MS, &[(0, 1)]); // srtt 40 ms
     h.send(40 * MS, 2);
     h.ack(40 * MS + 80 * MS, &[(2, 3)]); // latest 80 ms, srtt 45 ms: 9/8·80 = 90 ms counts
     assert_eq!(h.s.next_timeout(), Some(40 * MS + 90 * MS));
 
-    let mut h = Harness::new(100);
+    let mut h = Harness::rfc9002(100);
     h.send(0, 2);
     h.ack(10 * US, &[(1, 2)]); // rtt 10 µs: 9/8 of it would be 11.25 µs
     assert_eq!(h.s.next_timeout(), Some(MS), "kGranularity floor");
@@ -245,12 +250,62 @@ fn rack_time_threshold_uses_the_larger_of_srtt_and_latest_rtt_and_a_1ms_floor() 
 #[test]
 fn a_later_ack_past_the_time_threshold_declares_the_loss_itself() {
     // RFC 8985 §6.2: the check runs on every ACK, not only on the timer.
-    let mut h = Harness::new(100);
+    let mut h = Harness::rfc9002(100);
     h.send(0, 2);
     h.send(50 * MS, 1);
     h.ack(100 * MS, &[(1, 2)]); // rtt 100 ms: id 0 is due at 112.5 ms
     h.ack(150 * MS, &[(1, 3)]); // rtt 100 ms, id 0 sent 150 ms ago
     assert_eq!(h.losses(), vec![(0, LossCause::TimeThreshold)]);
+}
+
+#[test]
+fn rack_marks_a_packet_lost_its_successors_rtt_plus_a_quarter_min_rtt_after_it_left() {
+    // Linux tcp_rack_detect_loss: "remaining = tcp_rack_skb_timeout(tp, skb, reo_wnd)", i.e.
+    // rack.rtt_us + reo_wnd − (now − skb's send time); lost when it is ≤ 0. tcp_rack_reo_wnd:
+    // min(min_rtt/4, srtt) in the Open state with fewer than tp->reordering (3) SACKed.
+    let mut h = Harness::new(100);
+    h.send(0, 1); // id 0, to be lost
+    h.send(5 * MS, 1); // id 1
+    h.ack(5 * MS + 80 * MS, &[(1, 2)]); // rack.rtt = 80 ms, min_rtt 80 ms: reo_wnd 20 ms
+    assert!(h.losses().is_empty(), "one SACKed packet, sent 5 ms after: 5 ms < reo_wnd");
+    // Due at 0 + 80 + 20 ms; tcp_rack_mark_lost arms the timer TCP_TIMEOUT_MIN (2 ms) later.
+    assert_eq!(h.s.next_timeout(), Some(100 * MS + 2 * MS));
+    h.s.on_timeout(102 * MS);
+    assert_eq!(h.losses(), vec![(0, LossCause::TimeThreshold)]);
+    assert_eq!(h.congestion_events().len(), 1);
+
+    // reo_wnd follows the path's minimum RTT, RFC 9002's window the current one: behind a
+    // queue (RTT 200 ms over a 40 ms minimum) a successor sent 15 ms later shows the loss at
+    // once to RACK (15 ms ≥ 10 ms), while RFC 9002 waits for 9/8 · 200 ms after the send.
+    for (rfc9002, lost_at_once) in [(false, true), (true, false)] {
+        let mut h = if rfc9002 { Harness::rfc9002(100) } else { Harness::new(100) };
+        h.send(0, 1);
+        h.ack(40 * MS, &[(0, 1)]); // min_rtt 40 ms
+        h.send(40 * MS, 1); // id 1, to be lost
+        h.send(55 * MS, 1); // id 2
+        h.ack(255 * MS, &[(0, 1), (2, 3)]); // rtt 200 ms
+        assert_eq!(h.losses() == vec![(1, LossCause::TimeThreshold)], lost_at_once, "rfc9002 {rfc9002}");
+    }
+}
+
+#[test]
+fn rack_drops_its_reordering_window_at_three_sacked_and_in_recovery() {
+    // tcp_rack_reo_wnd: "If reordering has not been observed, be aggressive during the
+    // recovery or starting the recovery by DUPACK threshold": 0 once sacked_out ≥ 3, and 0
+    // while in recovery, so every packet sent before the newest delivered one is lost.
+    let mut h = Harness::new(100);
+    h.send(0, 4); // ids 0..4 in one burst
+    h.ack(50 * MS, &[(1, 3)]); // two SACKed: reo_wnd = 12.5 ms
+    assert!(h.losses().is_empty());
+    h.ack(50 * MS + 1, &[(1, 4)]); // three SACKed: id 0 is lost at once
+    assert_eq!(h.losses(), vec![(0, LossCause::PacketThreshold)]);
+    assert_eq!(h.s.ca_state(), CaState::Recovery);
+
+    // In recovery one SACKed successor suffices, however close behind it was sent.
+    let ids = h.send(51 * MS, 3); // the retransmission of id 0 and two new packets
+    assert_eq!(ids, vec![4, 5, 6]);
+    h.ack(51 * MS + 50 * MS, &[(5, 6), (1, 4)]); // id 4 (sent with id 5) not yet acked
+    assert_eq!(h.losses(), vec![(0, LossCause::PacketThreshold), (4, LossCause::TimeThreshold)]);
 }
 
 #[test]
@@ -373,7 +428,7 @@ fn one_congestion_event_per_recovery_epoch() {
     // RFC 9002 §7.3.2 (and RFC 6582's NewReno recovery): losses of packets sent before the
     // current recovery period began do not start a new one; recovery ends when a packet sent
     // after it began is acknowledged; a loss of such a packet starts the next epoch.
-    let mut h = Harness::new(100);
+    let mut h = Harness::rfc9002(100);
     h.send(0, 10); // ids 0..10
     h.ack(10 * MS, &[(3, 6)]); // ids 0, 1, 2 lost: one event
     assert_eq!(h.congestion_events().len(), 1);
@@ -412,7 +467,7 @@ fn one_congestion_event_per_recovery_epoch() {
 fn the_ack_event_reports_recovery_from_the_ack_after_the_loss() {
     // The controller's interface (cclab_cc::types::CaState, Linux's tcp_ca_state): the ACK
     // that reveals the loss still reports Open; the congestion event follows it.
-    let mut h = Harness::new(100);
+    let mut h = Harness::rfc9002(100);
     h.send(0, 6);
     h.ack(10 * MS, &[(3, 4)]);
     h.ack(11 * MS, &[(3, 5)]);
