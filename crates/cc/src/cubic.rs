@@ -35,10 +35,24 @@ const HYSTART_ACK_DELTA: Time = 2 * MS;
 const HYSTART_MIN_SAMPLES: u32 = 8;
 const HYSTART_DELAY_MIN: Time = 4 * MS;
 const HYSTART_DELAY_MAX: Time = 16 * MS;
+/// `hystart_ack_delay`'s cap (USEC_PER_MSEC).
+const HYSTART_ACK_DELAY_MAX: Time = MS;
 
 /// The RTT increase over `delay_min` that ends slow start: delay_min/8 within [4 ms, 16 ms].
 pub fn hystart_delay_threshold(delay_min: Time) -> Time {
     (delay_min / 8).clamp(HYSTART_DELAY_MIN, HYSTART_DELAY_MAX)
+}
+
+/// Linux `hystart_ack_delay`: room in the ACK-train threshold for TSO/GRO aggregation, four
+/// `sk_gso_max_size` bursts at the socket's pacing rate (bytes/s), at most 1 ms; none while the
+/// socket has no rate. Linux computes `sk_pacing_rate` for every socket, paced or not
+/// ([`crate::linux::pacing_rate`]), so below ~1 Gbit/s of window per RTT this is the full 1 ms.
+pub fn hystart_ack_delay(pacing_rate: u64) -> Time {
+    if pacing_rate == 0 {
+        return 0;
+    }
+    let delay = u128::from(crate::linux::GSO_MAX_SIZE * 4) * u128::from(SEC) / u128::from(pacing_rate);
+    Time::try_from(delay).unwrap_or(Time::MAX).min(HYSTART_ACK_DELAY_MAX)
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -244,7 +258,8 @@ impl Cubic {
     }
 
     /// Linux `cubictcp_acked`: one RTT sample per ACK, for delay_min and HyStart.
-    fn on_rtt_sample(&mut self, now: Time, rtt: Time, acked: &[AckedPacket]) {
+    /// `ack_delay`: [`hystart_ack_delay`] at the socket's pacing rate before this ACK.
+    fn on_rtt_sample(&mut self, now: Time, rtt: Time, acked: &[AckedPacket], ack_delay: Time) {
         if let Some(e) = self.epoch_start {
             // Right after recovery the queue is still draining; these samples say little about
             // the path's base delay.
@@ -257,11 +272,11 @@ impl Cubic {
             self.delay_min = delay;
         }
         if self.cfg.hystart && !self.found && self.in_ss() {
-            self.hystart_update(now, delay, acked);
+            self.hystart_update(now, delay, acked, ack_delay);
         }
     }
 
-    fn hystart_update(&mut self, now: Time, delay: Time, acked: &[AckedPacket]) {
+    fn hystart_update(&mut self, now: Time, delay: Time, acked: &[AckedPacket], ack_delay: Time) {
         let round_over = match self.end_id {
             Some(end) => acked.iter().any(|p| p.id > end),
             None => true,
@@ -272,13 +287,13 @@ impl Cubic {
         if self.cwnd < HYSTART_LOW_WINDOW {
             return;
         }
-        // ACK train: a round's ACKs still arriving back to back after delay_min/2 mean the
-        // window already spans the path. Linux halves the threshold for unpaced senders; this
-        // controller sets no pacing rate, so it takes the unpaced branch, and with no pacing
-        // rate Linux's extra ACK-delay allowance is 0.
+        // ACK train: a round's ACKs still arriving back to back after about delay_min/2 mean
+        // the window already spans the path. Linux adds the ACK-delay allowance to delay_min
+        // and halves the sum for a socket that no qdisc paces (SK_PACING_NONE); this
+        // controller sets no pacing rate, so it takes that branch.
         if now.saturating_sub(self.last_ack) <= HYSTART_ACK_DELTA {
             self.last_ack = now;
-            let threshold = self.delay_min / 2;
+            let threshold = (self.delay_min + ack_delay) / 2;
             if now.saturating_sub(self.round_start) > threshold {
                 self.found = true;
                 self.ssthresh = self.cwnd;
@@ -414,7 +429,11 @@ impl CongestionControl for Cubic {
         };
         self.rto_pending = false;
         // Linux takes the CA's RTT sample from the most recently sent of the acked packets.
-        self.on_rtt_sample(ev.now, newest.rtt, ev.acked);
+        // pkts_acked runs before this ACK's tcp_update_pacing_rate: the rate is the previous
+        // ACK's, from the window and flight before this one (srtt already has its sample).
+        let packets_out = ev.prior_in_flight.div_ceil(self.mss);
+        let rate = crate::linux::pacing_rate(self.mss, self.cwnd, packets_out, self.ssthresh, ev.rtt.smoothed);
+        self.on_rtt_sample(ev.now, newest.rtt, ev.acked, hystart_ack_delay(rate));
         // No growth in recovery (the transport runs PRR, see the module comment) nor when the window is
         // not what limits the sender (Linux tcp_is_cwnd_limited; RFC 9438 §5.8).
         if self.in_recovery || ev.app_limited {
@@ -818,6 +837,54 @@ mod tests {
         d.cc.on_idle_restart(d.now, 2 * SEC, 200 * MS, &mut ctx);
         assert_eq!(pkts(&d), 10);
         assert_eq!(d.cc.ssthresh(), Some((cwnd / 2 + cwnd / 4).max(140) * MSS));
+    }
+
+    /// tcp_cubic.c's hystart_ack_delay: min(USEC_PER_MSEC, sk_gso_max_size * 4 * USEC_PER_SEC
+    /// / rate), 0 without a rate. 64 KiB·4 at 1 GB/s is 262.144 µs; at the 2.9 MB/s of a
+    /// 20-packet window per 20 ms in slow start it is far above the 1 ms cap.
+    #[test]
+    fn hystart_ack_delay_is_four_gso_bursts_at_the_pacing_rate_at_most_1ms() {
+        assert_eq!(hystart_ack_delay(0), 0);
+        assert_eq!(hystart_ack_delay(1_000_000_000), 262_144);
+        assert_eq!(hystart_ack_delay(2_896_000), MS);
+        assert_eq!(hystart_ack_delay(u64::MAX), 0);
+    }
+
+    /// The ACK-train threshold is (delay_min + hystart_ack_delay) / 2 (tcp_cubic.c
+    /// hystart_update, SK_PACING_NONE), not delay_min / 2: with a 20 ms delay_min and a 1 ms
+    /// allowance, a train of ACKs 0.5 ms apart (constant RTT, so the delay test stays quiet) has
+    /// not triggered at 10.5 ms after the round's first ACK and has at 11 ms.
+    #[test]
+    fn hystart_ack_train_threshold_includes_the_ack_delay_allowance() {
+        let mut c = cubic(CubicConfig { init_cwnd: 20, ..Default::default() });
+        let mut rng = Rng::new(1);
+        let mut ctx = CcContext { mss: MSS, rng: &mut rng };
+        for id in 0..60 {
+            let pkt = SentPacket {
+                id,
+                bytes: MSS,
+                send_time: 0,
+                is_retransmission: false,
+                in_flight: (id + 1) * MSS,
+                app_limited: false,
+            };
+            c.on_packet_sent(&pkt, &mut ctx);
+        }
+        let rtt = 20 * MS;
+        let stats = RttStats { latest: rtt, smoothed: rtt, rttvar: rtt / 2, min: rtt, has_sample: true };
+        // The round starts at the first ACK (t = 20 ms); ACK i comes i·0.5 ms later.
+        let mut found_at = None;
+        for i in 0..30u64 {
+            let t = rtt + i * MS / 2;
+            let acked = [AckedPacket { id: i, bytes: MSS, send_time: t - rtt, tag: 0, rtt }];
+            let mut ev = crate::testkit::ack_event(&acked, &[], &stats, CaState::Open, (59 - i) * MSS);
+            ev.now = t;
+            c.on_ack(&ev, &mut ctx);
+            if found_at.is_none() && var(&c.snapshot(), "hystart_found") == 1.0 {
+                found_at = Some(t - rtt);
+            }
+        }
+        assert_eq!(found_at, Some(11 * MS), "the train ended slow start at the wrong ACK");
     }
 
     #[test]

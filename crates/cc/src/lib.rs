@@ -29,6 +29,7 @@ pub use controller::CongestionControl;
 pub use cubic::{Cubic, CubicConfig};
 pub use filters::WindowedFilter;
 pub use fixed::Fixed;
+pub use linux::GSO_MAX_SIZE;
 pub use newreno::NewReno;
 pub use registry::{OptValue, OptionInfo, OptionKind, SchemeInfo};
 pub use types::*;

@@ -6,6 +6,24 @@ use cclab_core::time::Time;
 /// TSO/GSO burst for a module without its own `min_tso_segs` (all but BBR).
 pub(crate) const MIN_TSO_SEGS: u64 = 2;
 
+/// `sk_gso_max_size` of an IPv4 socket on a device without BIG TCP: GSO_LEGACY_MAX_SIZE (64 KiB),
+/// what the emulator's TUN and most NICs' drivers set.
+pub const GSO_MAX_SIZE: u64 = 65_536;
+
+/// `sk_pacing_rate` in bytes/s as `tcp_update_pacing_rate` (net/ipv4/tcp_input.c) sets it after
+/// every ACK, for every socket, paced or not: `max(cwnd, packets_out)` segments per smoothed
+/// RTT, times `tcp_pacing_ss_ratio` (200 %) while cwnd < ssthresh/2, else `tcp_pacing_ca_ratio`
+/// (120 %). Window figures in packets. Without an RTT sample Linux leaves the product
+/// undivided, a rate so high that nothing waits on it: `u64::MAX` here.
+pub(crate) fn pacing_rate(mss: u64, cwnd: u64, packets_out: u64, ssthresh: u64, srtt: Time) -> u64 {
+    let ratio = if cwnd < ssthresh / 2 { 200 } else { 120 };
+    if srtt == 0 {
+        return u64::MAX;
+    }
+    let bytes = u128::from(mss) * u128::from(cwnd.max(packets_out)) * ratio / 100;
+    u64::try_from(bytes * u128::from(cclab_core::time::SEC) / u128::from(srtt)).unwrap_or(u64::MAX)
+}
+
 /// Linux `tcp_cong_avoid_ai`: grows `cwnd` (packets) by one per `w` acked packets, keeping the
 /// remainder in `cwnd_cnt`. Credit accumulated under a larger `w` is applied gently: one
 /// packet, then the count restarts.
@@ -55,6 +73,17 @@ mod tests {
     /// tcp_cwnd_restart with a 300 ms RTO: no restart at or below one RTO; 1.5 RTOs halve once
     /// (the first subtraction leaves 150 ms > 0), 2.5 RTOs twice; never below min(IW, cwnd);
     /// ssthresh keeps the larger of itself and 3/4 of the window.
+    /// 10 packets of 1448 B per 20 ms, doubled in slow start: 1.448 MB/s; 120 % once cwnd has
+    /// reached half of ssthresh; packets out beyond the window count; no RTT: no limit.
+    #[test]
+    fn pacing_rate_follows_tcp_update_pacing_rate() {
+        let ms = 1_000_000;
+        assert_eq!(pacing_rate(1448, 10, 0, u64::MAX, 20 * ms), 1_448_000);
+        assert_eq!(pacing_rate(1448, 10, 0, 20, 20 * ms), 868_800);
+        assert_eq!(pacing_rate(1448, 10, 20, u64::MAX, 20 * ms), 2_896_000);
+        assert_eq!(pacing_rate(1448, 10, 0, u64::MAX, 0), u64::MAX);
+    }
+
     #[test]
     fn restart_halves_per_rto_of_idle_down_to_the_initial_window() {
         let rto = 300 * MS;

@@ -4,7 +4,7 @@ use crate::rtt::RttEstimator;
 use crate::{AckFrame, DataPacket};
 use cclab_cc::{
     AckEvent, AckedPacket, CaState, CcContext, CcTag, CongestionControl, CongestionEvent, LossCause, LostPacket,
-    RateSample, Rng, SentPacket, Time,
+    RateSample, Rng, SentPacket, Time, GSO_MAX_SIZE,
 };
 use cclab_core::metrics::LossGaps;
 use cclab_core::scenario::{FlowSpec, Pacing, RtoModel, Transport};
@@ -16,11 +16,10 @@ const TIME_THRESHOLD_NUM: u64 = 9;
 const TIME_THRESHOLD_DEN: u64 = 8;
 /// Dupthresh: a packet is lost once three later packets are acked.
 const PACKET_THRESHOLD: u64 = 3;
-/// Linux's sk_pacing_shift (10), tcp_tso_rtt_log sysctl (9) and gso_max_size: 64 KiB
-/// (GSO_LEGACY_MAX_SIZE, what the emulator's TUN and most NICs' drivers set).
+/// Linux's sk_pacing_shift (10) and tcp_tso_rtt_log sysctl (9); the burst's ceiling is
+/// [`GSO_MAX_SIZE`].
 const PACING_SHIFT: u32 = 10;
 const TSO_RTT_LOG: u32 = 9;
-const GSO_MAX_SIZE: u64 = 65_536;
 /// Linux's TCP_TIMEOUT_MIN (2 jiffies; HZ = 1000 assumed, as crates/cc's Cubic does): the PTO's
 /// allowance when more than one packet is out, and RACK's timer's beyond the last packet due.
 const TCP_TIMEOUT_MIN: Time = 2_000_000;
