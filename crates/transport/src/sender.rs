@@ -52,7 +52,8 @@ pub struct SenderConfig {
     pub prr: bool,
     /// Tail-loss probes (`[transport] tlp`; [`Sender::arm_tlp`]).
     pub tlp: bool,
-    /// Linux's RACK loss detection (`[transport] rack`; [`Sender::detect_losses`]); false:
+    /// Linux's RACK loss detection for controllers that model a Linux TCP module
+    /// (`[transport] rack`; [`Sender::detect_losses`]); false, and for the other schemes:
     /// RFC 9002's packet and time thresholds.
     pub rack: bool,
 }
@@ -946,7 +947,9 @@ impl Sender {
         let start = self.first_unresolved.max(self.base_id);
         // Per in-flight packet below the largest acked: the time it is due as lost and the
         // cause; the rule's timer deadline from the pending ones.
-        let rule = if self.cfg.rack { self.rack_rule(start, largest) } else { self.rfc9002_rule() };
+        // RACK is Linux's: schemes whose implementations are not kernel TCP keep RFC 9002's.
+        let linux = self.cc.min_tso_segs().is_some();
+        let rule = if self.cfg.rack && linux { self.rack_rule(start, largest) } else { self.rfc9002_rule() };
         let mut id = start;
         let mut all_resolved_so_far = true;
         let mut pending: Option<Time> = None;

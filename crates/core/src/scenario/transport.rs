@@ -79,8 +79,10 @@ pub struct Transport {
     /// delivered is lost once that one's RTT plus a reordering window has passed since it
     /// left; the window is min_rtt/4 (at most srtt), and none in recovery or once three
     /// packets are SACKed (tcp_rack_reo_wnd), and the timer waits for the last packet pending
-    /// plus 2 ms. Default true; false detects losses as RFC 9002 §6.1 does (three later
-    /// packets acknowledged, or 9/8·max(srtt, latest RTT) since it was sent), as QUIC stacks do.
+    /// plus 2 ms. For schemes that model a Linux TCP module (cubic, newreno, vegas, bbr).
+    /// Default true; false — and always for the other schemes, whose implementations are not
+    /// kernel TCP — detects losses as RFC 9002 §6.1 does (three later packets acknowledged, or
+    /// 9/8·max(srtt, latest RTT) since it was sent), as QUIC stacks do.
     #[serde(default = "default_true")]
     pub rack: bool,
     /// The receive buffer's autotuning ceiling, Linux's net.ipv4.tcp_rmem[2]: 32 MiB since

@@ -127,6 +127,13 @@ impl Harness {
         Harness::with(cwnd_pkts, SenderConfig { rack: false, ..SenderConfig::default() })
     }
 
+    /// As `new`, for a controller that models a Linux TCP module: loss detection by RACK.
+    fn linux(cwnd_pkts: u64) -> Harness {
+        let h = Harness::new(cwnd_pkts);
+        h.cc.lock().unwrap().min_tso_segs = Some(2);
+        h
+    }
+
     fn with(cwnd_pkts: u64, cfg: SenderConfig) -> Harness {
         let cc = Arc::new(Mutex::new(Shared {
             cwnd: cwnd_pkts.saturating_mul(MSS),
@@ -263,7 +270,7 @@ fn rack_marks_a_packet_lost_its_successors_rtt_plus_a_quarter_min_rtt_after_it_l
     // Linux tcp_rack_detect_loss: "remaining = tcp_rack_skb_timeout(tp, skb, reo_wnd)", i.e.
     // rack.rtt_us + reo_wnd − (now − skb's send time); lost when it is ≤ 0. tcp_rack_reo_wnd:
     // min(min_rtt/4, srtt) in the Open state with fewer than tp->reordering (3) SACKed.
-    let mut h = Harness::new(100);
+    let mut h = Harness::linux(100);
     h.send(0, 1); // id 0, to be lost
     h.send(5 * MS, 1); // id 1
     h.ack(5 * MS + 80 * MS, &[(1, 2)]); // rack.rtt = 80 ms, min_rtt 80 ms: reo_wnd 20 ms
@@ -277,14 +284,15 @@ fn rack_marks_a_packet_lost_its_successors_rtt_plus_a_quarter_min_rtt_after_it_l
     // reo_wnd follows the path's minimum RTT, RFC 9002's window the current one: behind a
     // queue (RTT 200 ms over a 40 ms minimum) a successor sent 15 ms later shows the loss at
     // once to RACK (15 ms ≥ 10 ms), while RFC 9002 waits for 9/8 · 200 ms after the send.
-    for (rfc9002, lost_at_once) in [(false, true), (true, false)] {
-        let mut h = if rfc9002 { Harness::rfc9002(100) } else { Harness::new(100) };
+    // A scheme that is not kernel TCP detects losses as RFC 9002 says, `rack` or not.
+    let harnesses = [("linux", Harness::linux(100), true), ("rfc9002", Harness::rfc9002(100), false)];
+    for (name, mut h, lost_at_once) in harnesses.into_iter().chain([("not linux", Harness::new(100), false)]) {
         h.send(0, 1);
         h.ack(40 * MS, &[(0, 1)]); // min_rtt 40 ms
         h.send(40 * MS, 1); // id 1, to be lost
         h.send(55 * MS, 1); // id 2
         h.ack(255 * MS, &[(0, 1), (2, 3)]); // rtt 200 ms
-        assert_eq!(h.losses() == vec![(1, LossCause::TimeThreshold)], lost_at_once, "rfc9002 {rfc9002}");
+        assert_eq!(h.losses() == vec![(1, LossCause::TimeThreshold)], lost_at_once, "{name}");
     }
 }
 
@@ -293,7 +301,7 @@ fn rack_drops_its_reordering_window_at_three_sacked_and_in_recovery() {
     // tcp_rack_reo_wnd: "If reordering has not been observed, be aggressive during the
     // recovery or starting the recovery by DUPACK threshold": 0 once sacked_out ≥ 3, and 0
     // while in recovery, so every packet sent before the newest delivered one is lost.
-    let mut h = Harness::new(100);
+    let mut h = Harness::linux(100);
     h.send(0, 4); // ids 0..4 in one burst
     h.ack(50 * MS, &[(1, 3)]); // two SACKed: reo_wnd = 12.5 ms
     assert!(h.losses().is_empty());
