@@ -23,7 +23,7 @@
 use crate::capture::SharedTap;
 use crate::endpoint::Stop;
 use crate::packet::{
-    can_follow, mergeable, parse_ipv4, segment_count, tcp_segment_range, write_merged, write_segment, Ipv4Info,
+    can_follow, mergeable, merged_headers, parse_ipv4, segment_count, tcp_segment_range, write_segment, Ipv4Info,
     Mergeable, PROTO_TCP, PROTO_UDP,
 };
 use crate::records::{Msg, RecordBatcher};
@@ -35,7 +35,7 @@ use cclab_engine::bottleneck::Bottleneck;
 use cclab_engine::middlebox::{boundary_hash, Feedback, Inbox, MiddleboxRow, Outbox};
 use cclab_engine::stage::{DelayLine, Loss, WirePacket};
 use std::collections::VecDeque;
-use std::io;
+use std::io::{self, IoSlice};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 
@@ -816,10 +816,12 @@ impl<'a> Path<'a> {
     }
 
     /// Writes the train: one packet as it is, several as one GSO packet; every segment's
-    /// record gets the write's time.
+    /// record gets the write's time. The merged packet goes out in one vectored write, the
+    /// payloads taken from their slots: building it in a buffer first copied every byte once
+    /// more, ~15 % of the thread's time at 10 Gbit/s (perf).
     fn flush_train(&mut self) {
-        self.train_head.take();
-        self.train_last.take();
+        let head = self.train_head.take();
+        let last = self.train_last.take();
         match self.train.len() {
             0 => {}
             1 => {
@@ -827,25 +829,28 @@ impl<'a> Path<'a> {
                 self.write_one(due, p);
             }
             n => {
+                let head = head.expect("a train has a head");
+                let push = last.is_some_and(|l| l.push);
                 let mut train = std::mem::take(&mut self.train);
-                let mut buf = std::mem::take(&mut self.merged);
-                let head = mergeable(&self.pool.slot_ref(train[0].1.slot)[VNET_HDR_LEN..train[0].1.io_len as usize])
-                    .expect("the head was mergeable");
+                let mut hdr = std::mem::take(&mut self.merged);
                 let pool = &self.pool;
-                let len = write_merged(
-                    train.iter().map(|(_, p)| &pool.slot_ref(p.slot)[VNET_HDR_LEN..p.io_len as usize]),
-                    &head,
-                    &mut buf,
-                );
+                let ip = |p: &Pkt| &pool.slot_ref(p.slot)[VNET_HDR_LEN..p.io_len as usize];
+                // Every segment has the head's header length (`can_follow`).
+                let payload = train.iter().map(|(_, p)| ip(p).len() - head.hdrs).sum();
+                merged_headers(ip(&train[0].1), &head, payload, push, &mut hdr);
+                let mut iov = Vec::with_capacity(n + 1);
+                iov.push(IoSlice::new(&hdr));
+                iov.extend(train.iter().map(|(_, p)| IoSlice::new(&ip(p)[head.hdrs..])));
                 let at = self.clock.now();
-                let res = self.output.write(&buf[..len]);
+                let res = self.output.write_vectored(&iov);
+                drop(iov);
                 self.stats.merged_writes += 1;
                 self.stats.merged_packets += n as u64;
                 for (due, p) in train.drain(..) {
                     self.wrote(due, at, p, &res);
                 }
                 self.train = train;
-                self.merged = buf;
+                self.merged = hdr;
             }
         }
         self.train_payload = 0;
