@@ -50,6 +50,9 @@ const READS_PER_TURN: usize = 8;
 /// Loop turns in a row that may read the inputs the last turn's writes answered without
 /// waiting first (`drive`): a wake-up's writes, then what they released a few µs later.
 const MAX_ANSWERED_TURNS: u32 = 3;
+/// How many packets ahead of the one being written the next one's slot is prefetched: enough
+/// to cover a memory access (~0.1 µs) with the per-packet work between (~0.1–0.2 µs each).
+const PREFETCH_AHEAD: usize = 4;
 /// Longest sleep, so the stop flag is seen promptly.
 const MAX_SLEEP_NS: u64 = 20_000_000;
 /// Flow id of packets that match no flow: forwarded through the model, never recorded.
@@ -142,6 +145,22 @@ impl Pool {
 
     fn release(&mut self, i: u32) {
         self.free.push(i);
+    }
+
+    /// Asks the CPU to bring slot `i`'s first cache line (virtio, IP and TCP headers) in: a
+    /// packet's slot sits untouched for the whole delay (at 10 Gbit/s and 10 ms, megabytes of
+    /// slots), and the first touch at its write was ~11 % of the thread's samples (perf).
+    #[inline]
+    fn prefetch(&self, i: u32) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            let (c, o) = (i as usize / CHUNK_SLOTS, i as usize % CHUNK_SLOTS * SLOT);
+            let ptr = self.chunks[c][o..].as_ptr() as *const i8;
+            // SAFETY: a prefetch is a hint that never faults; the pointer is inside the chunk.
+            unsafe { std::arch::x86_64::_mm_prefetch(ptr, std::arch::x86_64::_MM_HINT_T0) };
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = i;
     }
 }
 
@@ -706,6 +725,7 @@ impl<'a> Path<'a> {
             Exit::Link => {}
             Exit::Prop => {
                 while let Some((t, p)) = self.prop.pop_due(horizon) {
+                    self.prefetch_ahead();
                     self.write_out(t, p);
                 }
             }
@@ -778,9 +798,19 @@ impl<'a> Path<'a> {
                 }
                 Stage::Prop => {
                     let (t, p) = self.prop.pop().expect("head exists");
+                    self.prefetch_ahead();
                     self.write_out(t, p);
                 }
             }
+        }
+    }
+
+    /// Prefetches the slot of the packet `PREFETCH_AHEAD` places behind the propagation
+    /// line's head, which leaves a few packets from now.
+    #[inline]
+    fn prefetch_ahead(&self) {
+        if let Some(p) = self.prop.nth(PREFETCH_AHEAD) {
+            self.pool.prefetch(p.slot);
         }
     }
 
