@@ -276,21 +276,30 @@ pub fn can_follow(
 /// head's headers, the payloads in order, a TCPv4 GSO header with the head's payload as the
 /// segment size, and checksum completion asked of the receiving kernel. PSH is set if the
 /// last segment had it. Returns the bytes to write.
-pub fn write_merged<'a>(segs: impl Iterator<Item = &'a [u8]>, head: &Mergeable, out: &mut Vec<u8>) -> usize {
-    out.clear();
-    let mut push = false;
-    let mut first = true;
-    for ip in segs {
+pub fn write_merged<'a>(segs: impl Iterator<Item = &'a [u8]> + Clone, head: &Mergeable, out: &mut Vec<u8>) -> usize {
+    let (mut payload, mut push, mut head_ip) = (0, false, None);
+    for ip in segs.clone() {
         let m = mergeable(ip).expect("only mergeable segments are merged");
-        if first {
-            out.resize(VNET_HDR_LEN, 0);
-            out.extend_from_slice(&ip[..head.hdrs]);
-            first = false;
-        }
-        out.extend_from_slice(&ip[m.hdrs..m.hdrs + m.payload]);
+        head_ip.get_or_insert(ip);
+        payload += m.payload;
         push = m.push;
     }
-    let total = out.len() - VNET_HDR_LEN;
+    merged_headers(head_ip.expect("at least one segment"), head, payload, push, out);
+    for ip in segs {
+        out.extend_from_slice(&ip[head.hdrs..]);
+    }
+    out.len()
+}
+
+/// The virtio header and IP + TCP headers of the merged packet whose head segment is `head_ip`
+/// (viewed as `head`), carrying `payload` bytes in all and PSH if `push`, into `out` (cleared
+/// first): what [`write_merged`] puts before the payloads, and what a vectored write sends
+/// before the segments' payloads, taken where they lie.
+pub fn merged_headers(head_ip: &[u8], head: &Mergeable, payload: usize, push: bool, out: &mut Vec<u8>) {
+    out.clear();
+    out.resize(VNET_HDR_LEN, 0);
+    out.extend_from_slice(&head_ip[..head.hdrs]);
+    let total = head.hdrs + payload;
     let hdr = VnetHdr {
         flags: VNET_F_NEEDS_CSUM,
         gso_type: VNET_GSO_TCPV4,
@@ -310,7 +319,6 @@ pub fn write_merged<'a>(segs: impl Iterator<Item = &'a [u8]>, head: &Mergeable, 
     }
     let pseudo = pseudo_header_sum(src, dst, PROTO_TCP, total - head.ihl);
     tcp[16..18].copy_from_slice(&pseudo.to_be_bytes());
-    out.len()
 }
 
 fn pkt_vnet_bytes(vnet: &VnetHdr) -> [u8; VNET_HDR_LEN] {

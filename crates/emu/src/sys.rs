@@ -106,22 +106,32 @@ pub fn set_realtime(prio: i32) -> io::Result<()> {
 /// once per `WINDOW` the thread compares the CPU time it used with the time that passed, and
 /// if it was busy for more than `BUSY_SHARE` of it, it sleeps `PAUSE` of its own accord: a
 /// bounded, known lateness instead of an unbounded one. Wall time alone cannot tell: a wait
-/// that finds a descriptor already readable returns at once, without ever leaving the CPU.
+/// that finds a descriptor already readable returns at once, without ever leaving the CPU. But
+/// the CPU clock is a system call (~1 µs here, 1 k/s), so a thread that reports how long its
+/// waits lasted ([`RtDuty::waited`]) skips it in a window where it clearly slept: its CPU time
+/// cannot exceed the window less the time spent in waits.
 pub struct RtDuty {
     enabled: bool,
     mark_wall: u64,
-    mark_cpu: u64,
+    /// The thread's CPU clock at `mark_wall`; None when that window's was not read (it slept).
+    mark_cpu: Option<u64>,
+    /// Wall time spent in waits since `mark_wall`, ns, as reported by `waited`.
+    waited: u64,
 }
 
 impl RtDuty {
     const WINDOW_NS: u64 = 1_000_000;
     const BUSY_SHARE: f64 = 0.9;
     const PAUSE_NS: u64 = 100_000;
+    /// Below this share of a window spent outside waits, the CPU clock is not read. Far below
+    /// `BUSY_SHARE`: a wait's own entry and exit (context switch, VM exits: ~10 µs) are CPU
+    /// time counted as waiting, ~4 % of a CPU at 4 k wake-ups/s.
+    const SURELY_IDLE_SHARE: f64 = 0.5;
 
     /// Tries to make the calling thread SCHED_FIFO at `prio`; stays ordinary if not allowed.
     pub fn start(prio: Option<i32>, clock: &Clock) -> RtDuty {
         let enabled = prio.is_some_and(|p| set_realtime(p).is_ok());
-        RtDuty { enabled, mark_wall: clock.now(), mark_cpu: thread_cpu_ns() }
+        RtDuty { enabled, mark_wall: clock.now(), mark_cpu: Some(thread_cpu_ns()), waited: 0 }
     }
 
     pub fn realtime(&self) -> bool {
@@ -133,26 +143,46 @@ impl RtDuty {
         self.turn(clock);
     }
 
+    /// The thread spent `ns` of wall time in a wait (it may have slept for all of it).
+    pub fn waited(&mut self, ns: u64) {
+        self.waited += ns;
+    }
+
     /// Called on every turn of the thread's loop: pauses if the thread has been too busy.
     pub fn turn(&mut self, clock: &Clock) {
+        self.turn_at(clock, clock.now());
+    }
+
+    /// `turn` with the time already read (`now`, from `clock`); returns the time after it
+    /// (later than `now` if it paused).
+    pub fn turn_at(&mut self, clock: &Clock, now: u64) -> u64 {
         if !self.enabled {
-            return;
+            return now;
         }
-        let now = clock.now();
-        let wall = now - self.mark_wall;
+        let wall = now.saturating_sub(self.mark_wall);
         if wall < Self::WINDOW_NS {
-            return;
+            return now;
+        }
+        let waited = std::mem::take(&mut self.waited);
+        if (wall.saturating_sub(waited)) as f64 <= Self::SURELY_IDLE_SHARE * wall as f64 {
+            self.mark_wall = now;
+            self.mark_cpu = None;
+            return now;
         }
         // The thread's CPU clock is a system call (the wall clock is not): read it once per
-        // window unless the thread paused.
+        // window unless the thread paused. A window that starts after one that slept has no
+        // CPU reading to compare with: it only takes one, and the next window judges.
         let cpu = thread_cpu_ns();
-        if (cpu.saturating_sub(self.mark_cpu)) as f64 > Self::BUSY_SHARE * wall as f64 {
+        let busy = self.mark_cpu.is_some_and(|m| (cpu.saturating_sub(m)) as f64 > Self::BUSY_SHARE * wall as f64);
+        if busy {
             clock.sleep_until(now + Self::PAUSE_NS);
             self.mark_wall = clock.now();
-            self.mark_cpu = thread_cpu_ns();
+            self.mark_cpu = Some(thread_cpu_ns());
+            self.mark_wall
         } else {
             self.mark_wall = now;
-            self.mark_cpu = cpu;
+            self.mark_cpu = Some(cpu);
+            now
         }
     }
 }

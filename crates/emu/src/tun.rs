@@ -108,6 +108,13 @@ impl Tun {
         (&self.file).write(buf)
     }
 
+    /// One packet out from several pieces (virtio header + IP packet, in order): one
+    /// writev(2), which the TUN driver takes as one packet.
+    #[inline]
+    pub fn write_vectored(&self, bufs: &[std::io::IoSlice<'_>]) -> io::Result<usize> {
+        (&self.file).write_vectored(bufs)
+    }
+
     pub fn raw_fd(&self) -> RawFd {
         self.file.as_raw_fd()
     }

@@ -91,6 +91,13 @@ impl<P> DelayLine<P> {
         self.q.front().map(|x| &x.1)
     }
 
+    /// The packet `k` places behind the head, if any (for a cache hint: a real-time engine
+    /// touches it a few packets from now).
+    #[inline]
+    pub fn nth(&self, k: usize) -> Option<&P> {
+        self.q.get(k).map(|x| &x.1)
+    }
+
     /// The exit time of the head, if any.
     #[inline]
     pub fn next_due(&self) -> Option<Time> {
