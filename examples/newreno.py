@@ -11,8 +11,10 @@ from cclab.controller import Ack, Congestion
 class NewReno(cclab.Controller):
     """TCP NewReno (RFC 5681/6582), in Python."""
 
-    # Linux's reno has no cong_control hook, so the transport runs PRR in recovery (as for Rust's).
+    # Linux's reno has no cong_control hook, so the transport runs PRR in recovery (as for Rust's),
+    # and its losses are found by Linux's RACK.
     prr = True
+    rack = True
 
     def __init__(self, mss: int, init_cwnd: int = 0) -> None:
         super().__init__(mss)

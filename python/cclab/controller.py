@@ -64,6 +64,10 @@ class Controller:
     #: recovery (`[transport] prr`), as Linux does for modules without their own `cong_control`
     #: (reno, cubic). Set it to True in a twin of such a module; read once, when the flow starts.
     prr: bool = False
+    #: Whether the transport detects the controller's losses as Linux's RACK does
+    #: (`[transport] rack`) rather than by RFC 9002's thresholds. Set it to True in a twin of a
+    #: Linux module; read once, when the flow starts.
+    rack: bool = False
 
     def __init__(self, mss: int, **options: Any) -> None:
         self.mss = mss

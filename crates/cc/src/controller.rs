@@ -100,6 +100,14 @@ pub trait CongestionControl: Send {
         false
     }
 
+    /// Whether the transport detects this controller's losses as Linux's RACK does
+    /// (`[transport] rack`): true for a controller that models a Linux TCP module (the default
+    /// follows `min_tso_segs`); false for schemes whose implementations are not kernel TCP,
+    /// which get RFC 9002's thresholds.
+    fn uses_rack(&self) -> bool {
+        self.min_tso_segs().is_some()
+    }
+
     fn snapshot(&self) -> CcSnapshot {
         CcSnapshot { mode: "", vars: vec![("cwnd", self.cwnd() as f64)] }
     }

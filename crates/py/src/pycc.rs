@@ -218,8 +218,9 @@ pub struct PyController {
     next_timer: Option<Time>,
     /// Bytes in flight as last reported by a send or an ACK: what `on_rto` passes as FlightSize.
     flight: u64,
-    /// The class's `prr` attribute (`Controller::uses_prr`).
+    /// The class's `prr` and `rack` attributes (`Controller::uses_prr`, `uses_rack`).
     prr: bool,
+    rack: bool,
     /// Set once a hook raised: the controller is no longer called (its window stays put) while
     /// the run winds down to re-raise the exception.
     failed: bool,
@@ -241,6 +242,7 @@ impl PyController {
             packets_lost: overrides("on_packets_lost")?,
         };
         let prr = obj.bind(py).getattr("prr")?.is_truthy()?;
+        let rack = obj.bind(py).getattr("rack")?.is_truthy()?;
         let mut c = PyController {
             name,
             obj,
@@ -252,6 +254,7 @@ impl PyController {
             next_timer: None,
             flight: 0,
             prr,
+            rack,
             failed: false,
         };
         c.refresh(py)?;
@@ -424,6 +427,10 @@ impl CongestionControl for PyController {
 
     fn uses_prr(&self) -> bool {
         self.prr
+    }
+
+    fn uses_rack(&self) -> bool {
+        self.rack
     }
 
     fn snapshot(&self) -> CcSnapshot {

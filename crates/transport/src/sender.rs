@@ -947,9 +947,8 @@ impl Sender {
         let start = self.first_unresolved.max(self.base_id);
         // Per in-flight packet below the largest acked: the time it is due as lost and the
         // cause; the rule's timer deadline from the pending ones.
-        // RACK is Linux's: schemes whose implementations are not kernel TCP keep RFC 9002's.
-        let linux = self.cc.min_tso_segs().is_some();
-        let rule = if self.cfg.rack && linux { self.rack_rule(start, largest) } else { self.rfc9002_rule() };
+        let rack = self.cfg.rack && self.cc.uses_rack();
+        let rule = if rack { self.rack_rule(start, largest) } else { self.rfc9002_rule() };
         let mut id = start;
         let mut all_resolved_so_far = true;
         let mut pending: Option<Time> = None;
