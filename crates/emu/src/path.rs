@@ -1086,10 +1086,16 @@ pub(crate) fn drive(
                     budget.iter_mut().for_each(|b| *b = 0);
                     break;
                 }
-                for p in paths.iter_mut() {
-                    p.serve(t, t);
-                }
+                // Its own direction first, then the packet, then the others: a capture (data
+                // when read, ACKs when written) stays in time order, as the newcomer is
+                // stamped `t` and the other directions' writes come after it.
+                paths[i].serve(t, t);
                 paths[i].ingest(t, &buf[..n]);
+                for (j, p) in paths.iter_mut().enumerate() {
+                    if j != i {
+                        p.serve(t, t);
+                    }
+                }
                 reading = true;
             }
         }
