@@ -989,12 +989,11 @@ impl Sender {
 
     /// Linux's RACK (tcp_rack_detect_loss, tcp_rack_reo_wnd): a packet sent before the most
     /// recently sent delivered one (every id below the largest acked is) is lost
-    /// `rack_rtt + reo_wnd` after it left. reo_wnd is
-    /// min_rtt/4, at most srtt, and 0 in recovery or once `RACK_REORDERING` packets are SACKed
-    /// ("be aggressive during the recovery or starting the recovery by DUPACK threshold"; the
-    /// simulator's paths never reorder a flow's packets, so Linux's reord_seen stays 0). The
-    /// reordering timer waits for the last packet pending, plus TCP_TIMEOUT_MIN
-    /// (tcp_rack_mark_lost).
+    /// `rack_rtt + reo_wnd` after it left. reo_wnd is min_rtt/4, at most srtt, and 0 in
+    /// recovery or once `RACK_REORDERING` packets are SACKed ("be aggressive during the
+    /// recovery or starting the recovery by DUPACK threshold"; the simulator's paths never
+    /// reorder a flow's packets, so Linux's reord_seen stays 0). The reordering timer waits for
+    /// the last packet pending, plus TCP_TIMEOUT_MIN (tcp_rack_mark_lost).
     fn rack_rule(&self, start: u64, largest: u64) -> LossRule {
         let sacked = || {
             (start..largest)
