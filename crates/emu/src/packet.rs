@@ -275,7 +275,10 @@ pub fn can_follow(
 /// ones before) as one virtio header plus one IP packet into `out`, which it resizes: the
 /// head's headers, the payloads in order, a TCPv4 GSO header with the head's payload as the
 /// segment size, and checksum completion asked of the receiving kernel. PSH is set if the
-/// last segment had it. Returns the bytes to write.
+/// last segment had it. Returns the bytes to write. The path writes the same bytes as a
+/// vectored write (`merged_headers`, then the payloads where they lie); this whole-buffer form
+/// is the tests' reference for it.
+#[cfg(test)]
 pub fn write_merged<'a>(segs: impl Iterator<Item = &'a [u8]> + Clone, head: &Mergeable, out: &mut Vec<u8>) -> usize {
     let (mut payload, mut push, mut head_ip) = (0, false, None);
     for ip in segs.clone() {
@@ -293,8 +296,7 @@ pub fn write_merged<'a>(segs: impl Iterator<Item = &'a [u8]> + Clone, head: &Mer
 
 /// The virtio header and IP + TCP headers of the merged packet whose head segment is `head_ip`
 /// (viewed as `head`), carrying `payload` bytes in all and PSH if `push`, into `out` (cleared
-/// first): what [`write_merged`] puts before the payloads, and what a vectored write sends
-/// before the segments' payloads, taken where they lie.
+/// first): what a vectored write sends before the segments' payloads, taken where they lie.
 pub fn merged_headers(head_ip: &[u8], head: &Mergeable, payload: usize, push: bool, out: &mut Vec<u8>) {
     out.clear();
     out.resize(VNET_HDR_LEN, 0);

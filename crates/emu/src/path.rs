@@ -152,15 +152,7 @@ impl Pool {
     /// slots), and the first touch at its write was ~11 % of the thread's samples (perf).
     #[inline]
     fn prefetch(&self, i: u32) {
-        #[cfg(target_arch = "x86_64")]
-        {
-            let (c, o) = (i as usize / CHUNK_SLOTS, i as usize % CHUNK_SLOTS * SLOT);
-            let ptr = self.chunks[c][o..].as_ptr() as *const i8;
-            // SAFETY: a prefetch is a hint that never faults; the pointer is inside the chunk.
-            unsafe { std::arch::x86_64::_mm_prefetch(ptr, std::arch::x86_64::_MM_HINT_T0) };
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = i;
+        cclab_core::hint::prefetch(self.slot_ref(i));
     }
 }
 
