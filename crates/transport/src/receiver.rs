@@ -217,6 +217,11 @@ impl Receiver {
         // in whole or in part (tcp_data_queue: "A retransmit, 2nd most common case. Force an
         // immediate ack." and "Partial packet", both tcp_enter_quickack_mode).
         let old_data = pkt.offset < self.stream_cum;
+        // Data that advances the cumulative point (rcv_nxt): the only data Linux's
+        // tcp_data_queue hands to tcp_event_data_recv (its queue_and_out path, hole fills
+        // included); out-of-order segments go to tcp_data_queue_ofo, duplicates to
+        // out_of_window, and neither touches the delayed-ACK engine's clock (lrcvtime) or ATO.
+        let in_order = pkt.offset <= self.stream_cum && pkt.offset + (pkt.len as u64) > self.stream_cum;
         let filled_hole = self.record_stream(pkt.offset, pkt.offset + pkt.len as u64);
         self.unacked += 1;
         // Out-of-order arrivals, hole fills and duplicates, and anything that arrives while the
@@ -229,9 +234,9 @@ impl Receiver {
             self.delack.enter_quickack(self.cfg.ato_min);
         }
         if self.agent.is_some() {
-            return self.on_data_with_agent(now, pkt, urgent);
+            return self.on_data_with_agent(now, pkt, urgent, in_order);
         }
-        if self.ack_due(now, pkt, urgent) {
+        if self.ack_due(now, pkt, urgent, in_order) {
             return Some(self.make_ack());
         }
         self.ack_deadline = self.delack.next();
@@ -240,13 +245,17 @@ impl Receiver {
 
     /// Linux's choice for one data packet (tcp_event_data_recv, then __tcp_ack_snd_check):
     /// true to acknowledge now; false arms the delayed-ACK timer (`delack.deadline`).
-    fn ack_due(&mut self, now: Time, pkt: &DataPacket, urgent: bool) -> bool {
+    fn ack_due(&mut self, now: Time, pkt: &DataPacket, urgent: bool, in_order: bool) -> bool {
         if !self.cfg.delayed_ack {
             return true;
         }
         let len = pkt.len as u64;
         let d = &mut self.delack;
-        d.data_recv(now, len, self.cfg.ato_min);
+        if in_order {
+            // So a recovery that kept in-order data away for longer than the receiver's RTO
+            // ends in quick ACKs when its last hole fills ("Too long gap").
+            d.data_recv(now, len, self.cfg.ato_min);
+        }
         // "More than one full frame received", "We ACK each frame" (quick-ACK mode), or a
         // one-time immediate ACK.
         if urgent || d.quick > 0 || self.stream_cum - d.rcv_wup > d.rcv_mss {
@@ -348,11 +357,11 @@ impl Receiver {
     /// packet first.
     #[cold]
     #[inline(never)]
-    fn on_data_with_agent(&mut self, now: Time, pkt: &DataPacket, urgent: bool) -> Option<AckFrame> {
+    fn on_data_with_agent(&mut self, now: Time, pkt: &DataPacket, urgent: bool, in_order: bool) -> Option<AckFrame> {
         if let Some(agent) = self.agent.as_mut() {
             agent.on_data(now, &ReceivedPacket { id: pkt.id, bytes: pkt.len as u64, sent: pkt.sent });
         }
-        let ack = if self.ack_due(now, pkt, urgent) { Some(self.agent_ack(now)) } else { None };
+        let ack = if self.ack_due(now, pkt, urgent, in_order) { Some(self.agent_ack(now)) } else { None };
         self.merge_deadlines();
         ack
     }
@@ -639,6 +648,30 @@ mod tests {
             r.on_data(42 * MS + 1, &pkt(n + 2, (n + 2) * 1000));
             assert_eq!(r.delack.ato, 60 * MS + MS / 2);
         }
+    }
+
+    #[test]
+    fn a_recovery_longer_than_the_rto_ends_in_quick_acks() {
+        // net/ipv4/tcp_input.c, tcp_data_queue: only data at rcv_nxt reaches
+        // tcp_event_data_recv (queue_and_out); out-of-order data goes to tcp_data_queue_ofo,
+        // which leaves icsk_ack.lrcvtime alone. So when the hole fills after more than the RTO
+        // without in-order data, "m > icsk->icsk_rto" grants quick ACKs (tcp_incr_quickack).
+        // Seen with kernel Reno on the Nepal path: after the three recoveries that kept in-order
+        // data away for 337-430 ms, the next 10-13 segments were each acknowledged at once.
+        let (mut r, n) = past_quickack(0);
+        r.set_handshake_rtt(20 * MS); // RTO 220 ms
+        assert!(r.on_data(MS, &pkt(n, n * 1000)).is_none());
+        r.on_timeout(41 * MS).expect("delayed ACK");
+        // n + 1 is lost; four later segments arrive out of order, each acknowledged at once.
+        for (i, t) in [60, 120, 180, 240].into_iter().enumerate() {
+            let id = n + 2 + i as u64;
+            assert!(r.on_data(t * MS, &pkt(id, id * 1000)).is_some(), "out of order at {t} ms");
+        }
+        let fill = r.on_data(300 * MS, &DataPacket { id: n + 6, ..pkt(n + 6, (n + 1) * 1000) });
+        assert_eq!(fill.expect("the hole fill, at once").stream_cum, (n + 6) * 1000);
+        // 299 ms since the last in-order data (not 60 since the last arrival): quick ACKs.
+        assert!(r.on_data(310 * MS, &pkt(n + 7, (n + 6) * 1000)).is_some(), "a quick ACK");
+        assert!(r.on_data(330 * MS, &pkt(n + 8, (n + 7) * 1000)).is_some(), "and another");
     }
 
     #[test]
