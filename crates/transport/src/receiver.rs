@@ -656,8 +656,8 @@ mod tests {
         // tcp_event_data_recv (queue_and_out); out-of-order data goes to tcp_data_queue_ofo,
         // which leaves icsk_ack.lrcvtime alone. So when the hole fills after more than the RTO
         // without in-order data, "m > icsk->icsk_rto" grants quick ACKs (tcp_incr_quickack).
-        // Seen with kernel Reno on the Nepal path: after the three recoveries that kept in-order
-        // data away for 337-430 ms, the next 10-13 segments were each acknowledged at once.
+        // Seen with kernel Reno on the Nepal path: after each of four recoveries that kept in-order
+        // data away for 337-430 ms, the next 10-15 segments were each acknowledged at once.
         let (mut r, n) = past_quickack(0);
         r.set_handshake_rtt(20 * MS); // RTO 220 ms
         assert!(r.on_data(MS, &pkt(n, n * 1000)).is_none());
