@@ -59,7 +59,8 @@ def test_run_trace_writes_the_declared_columns_and_the_report_draws_cwnd(
     assert 100 < len(cubic) <= 300 and 100 < len(bbr) <= 300
     assert (trace["cwnd_bytes"] > 0).all()
     # The base RTT is 20 ms; one 1500-byte packet takes 0.5 ms at 24 Mbit/s, and the hosts'
-    # jitter ("auto": one packet time) may hold the data packet and its ACK 0.5 ms each.
+    # jitter ("auto": one packet time, at most 1 ms) may hold the data packet and its ACK 0.5 ms
+    # each.
     assert 20.0 <= trace["min_rtt_ms"].min() <= 20.5 + 2 * 0.5 + 0.1
     assert "trace.parquet" in json.loads((out / "meta.json").read_text())["files"]
 

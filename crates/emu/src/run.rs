@@ -505,10 +505,11 @@ pub fn run(
         for (i, sock) in udp_socks {
             let (stop, tx) = (stop_flows.clone(), tx.clone());
             let spec = &scenario.flows[plans[i].spec];
+            let transport = &scenario.transport;
             receivers.push((
                 i,
                 s.spawn(move || {
-                    udp::receive(sock, spec, clock, endpoint_rt, &stop).unwrap_or_else(|e| {
+                    udp::receive(sock, spec, transport, clock, endpoint_rt, &stop).unwrap_or_else(|e| {
                         report(&tx, format!("flow {i} receiver"), e);
                         AppBytes::default()
                     })

@@ -82,7 +82,8 @@ fn get64(b: &[u8]) -> u64 {
 /// Writes a data packet's header into `buf` and returns the datagram length.
 pub fn encode_data(d: &DataPacket, buf: &mut [u8]) -> usize {
     buf[0] = TAG_DATA;
-    buf[1] = u8::from(d.retransmission);
+    // Flags: bit 0 a retransmission, bit 1 PSH (`[transport] push_ack`).
+    buf[1] = u8::from(d.retransmission) | u8::from(d.push) << 1;
     buf[2..4].copy_from_slice(&(d.len as u16).to_be_bytes());
     put48(&mut buf[4..10], d.id);
     put48(&mut buf[10..16], d.offset);
@@ -101,6 +102,7 @@ pub fn decode_data(b: &[u8]) -> Option<DataPacket> {
         len,
         sent: get64(&b[16..24]),
         retransmission: b[1] & 1 != 0,
+        push: b[1] & 2 != 0,
     })
 }
 
@@ -176,12 +178,18 @@ pub fn bind_receiver(port: u16) -> io::Result<UdpSocket> {
 }
 
 /// Receives data, acknowledges it (immediately or delayed, as the flow says) until stopped.
-pub fn receive(sock: UdpSocket, spec: &FlowSpec, clock: Clock, rt: Option<i32>, stop: &Stop) -> io::Result<AppBytes> {
+pub fn receive(
+    sock: UdpSocket,
+    spec: &FlowSpec,
+    transport: &Transport,
+    clock: Clock,
+    rt: Option<i32>,
+    stop: &Stop,
+) -> io::Result<AppBytes> {
     let mut duty = RtDuty::start(rt, &clock);
     // Two-sided schemes (Sprout) run their receiver agent here, as in the simulator.
     let agent = cclab_cc::agent::build(spec, MSS).map_err(io::Error::other)?;
-    let mut rx =
-        Receiver::new(ReceiverConfig { delayed_ack: spec.delayed_ack, ..Default::default() }).with_agent(agent);
+    let mut rx = Receiver::new(ReceiverConfig::for_flow(spec, transport)).with_agent(agent);
     let mut got = AppBytes::default();
     let mut buf = vec![0u8; 65536];
     let mut out = [0u8; ACK_LEN + FEEDBACK_LEN];
@@ -387,7 +395,14 @@ mod tests {
 
     #[test]
     fn headers_round_trip() {
-        let d = DataPacket { id: 0xab_cdef_0123, offset: 1 << 40, len: 1448, sent: 123_456_789, retransmission: true };
+        let d = DataPacket {
+            id: 0xab_cdef_0123,
+            offset: 1 << 40,
+            len: 1448,
+            sent: 123_456_789,
+            retransmission: true,
+            push: true,
+        };
         let mut b = vec![0u8; 1600];
         let n = encode_data(&d, &mut b);
         assert_eq!(n + IP_UDP, 1500, "a full packet is 1500 bytes on the wire");

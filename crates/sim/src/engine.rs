@@ -973,8 +973,7 @@ pub fn simulate(
         }
         flows.push(Flow {
             sender,
-            receiver: Receiver::new(ReceiverConfig { delayed_ack: spec.delayed_ack, ..Default::default() })
-                .with_agent(agent),
+            receiver: Receiver::new(ReceiverConfig::for_flow(spec, &scenario.transport)).with_agent(agent),
             access,
             timer_at: None,
         });

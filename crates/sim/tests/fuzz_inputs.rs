@@ -103,6 +103,8 @@ const KEYS: &[&str] = &[
     "prr",
     "tlp",
     "rmem_max",
+    "push_ack",
+    "read_interval",
     "jitter",
 ];
 

@@ -17,6 +17,7 @@
 
 mod handshake;
 mod prr;
+mod push;
 mod receiver;
 mod rtt;
 mod sender;
@@ -40,6 +41,8 @@ pub struct DataPacket {
     pub len: u32,
     pub sent: Time,
     pub retransmission: bool,
+    /// TCP's PSH flag: the segment ends an application write (`[transport] push_ack`).
+    pub push: bool,
 }
 
 impl DataPacket {

@@ -1,6 +1,7 @@
 use crate::{AckFrame, DataPacket, FeedbackSlot, IdRange, ACK_RANGES};
 use cclab_cc::agent::{ReceivedPacket, ReceiverAgent};
 use cclab_cc::Time;
+use cclab_core::scenario::{FlowSpec, Transport};
 use cclab_core::time::{MS, SEC};
 use std::collections::VecDeque;
 
@@ -25,11 +26,30 @@ pub struct ReceiverConfig {
     pub delayed_ack: bool,
     /// TCP_ATO_MIN; only tests change it.
     pub ato_min: Time,
+    /// Acknowledge a full-sized segment with PSH once the application has read it
+    /// (`[transport] push_ack`; [`Receiver::on_read`]).
+    pub push_ack: bool,
+    /// The application reads at every multiple of this on the run's clock; 0: at each
+    /// arrival (`[transport] read_interval`).
+    pub read_interval: Time,
 }
 
 impl Default for ReceiverConfig {
     fn default() -> Self {
-        ReceiverConfig { delayed_ack: true, ato_min: ATO_MIN }
+        ReceiverConfig { delayed_ack: true, ato_min: ATO_MIN, push_ack: true, read_interval: 20 * MS }
+    }
+}
+
+impl ReceiverConfig {
+    /// A flow's receiver as every engine builds it: the flow's keys and the scenario's
+    /// `[transport]` section.
+    pub fn for_flow(spec: &FlowSpec, transport: &Transport) -> ReceiverConfig {
+        ReceiverConfig {
+            delayed_ack: spec.delayed_ack,
+            push_ack: transport.push_ack,
+            read_interval: transport.read_interval.ns(),
+            ..Default::default()
+        }
     }
 }
 
@@ -52,6 +72,10 @@ struct DelAck {
     srtt: Option<Time>,
     /// When the delayed-ACK timer fires (icsk_ack.timeout), if armed.
     deadline: Option<Time>,
+    /// ICSK_ACK_PUSHED: a full-sized segment with PSH arrived since the last ACK.
+    pushed: bool,
+    /// The application's next read while a pushed segment waits for its ACK.
+    read_at: Option<Time>,
 }
 
 impl DelAck {
@@ -98,6 +122,14 @@ impl DelAck {
 
     /// tcp_send_delayed_ack's timeout: the ATO, above TCP_DELACK_MIN bounded by HZ/2 and by
     /// the RTT (at least TCP_DELACK_MIN).
+    /// The earlier of the timer and the application's read: when the ACK may go.
+    fn next(&self) -> Option<Time> {
+        match (self.deadline, self.read_at) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
     fn timeout(&self, ato_min: Time) -> Time {
         if self.ato <= ato_min {
             return self.ato;
@@ -185,6 +217,11 @@ impl Receiver {
         // in whole or in part (tcp_data_queue: "A retransmit, 2nd most common case. Force an
         // immediate ack." and "Partial packet", both tcp_enter_quickack_mode).
         let old_data = pkt.offset < self.stream_cum;
+        // Data that advances the cumulative point (rcv_nxt): the only data Linux's
+        // tcp_data_queue hands to tcp_event_data_recv (its queue_and_out path, hole fills
+        // included); out-of-order segments go to tcp_data_queue_ofo, duplicates to
+        // out_of_window, and neither touches the delayed-ACK engine's clock (lrcvtime) or ATO.
+        let in_order = pkt.offset <= self.stream_cum && pkt.offset + (pkt.len as u64) > self.stream_cum;
         let filled_hole = self.record_stream(pkt.offset, pkt.offset + pkt.len as u64);
         self.unacked += 1;
         // Out-of-order arrivals, hole fills and duplicates, and anything that arrives while the
@@ -197,27 +234,49 @@ impl Receiver {
             self.delack.enter_quickack(self.cfg.ato_min);
         }
         if self.agent.is_some() {
-            return self.on_data_with_agent(now, pkt, urgent);
+            return self.on_data_with_agent(now, pkt, urgent, in_order);
         }
-        if self.ack_due(now, pkt.len as u64, urgent) {
+        if self.ack_due(now, pkt, urgent, in_order) {
             return Some(self.make_ack());
         }
-        self.ack_deadline = self.delack.deadline;
+        self.ack_deadline = self.delack.next();
         None
     }
 
     /// Linux's choice for one data packet (tcp_event_data_recv, then __tcp_ack_snd_check):
     /// true to acknowledge now; false arms the delayed-ACK timer (`delack.deadline`).
-    fn ack_due(&mut self, now: Time, len: u64, urgent: bool) -> bool {
+    fn ack_due(&mut self, now: Time, pkt: &DataPacket, urgent: bool, in_order: bool) -> bool {
         if !self.cfg.delayed_ack {
             return true;
         }
+        let len = pkt.len as u64;
         let d = &mut self.delack;
-        d.data_recv(now, len, self.cfg.ato_min);
+        if in_order {
+            // So a recovery that kept in-order data away for longer than the receiver's RTO
+            // ends in quick ACKs when its last hole fills ("Too long gap").
+            d.data_recv(now, len, self.cfg.ato_min);
+        }
         // "More than one full frame received", "We ACK each frame" (quick-ACK mode), or a
         // one-time immediate ACK.
         if urgent || d.quick > 0 || self.stream_cum - d.rcv_wup > d.rcv_mss {
             return true;
+        }
+        // tcp_measure_rcv_mss (net/ipv4/tcp_input.c, since 6.6): "If the skb has a len of
+        // exactly 1*MSS and has the PSH bit set then it is likely the end of an application
+        // write. [...] So we set ICSK_ACK_PUSHED here so that tcp_cleanup_rbuf() will send an
+        // ACK immediately if the app reads all of the data" (len ≥ rcv_mss: data_recv has
+        // just raised rcv_mss to any longer segment). In-order data only, as here: anything
+        // out of order was `urgent`.
+        if self.cfg.push_ack && pkt.push && len >= d.rcv_mss {
+            d.pushed = true;
+        }
+        if d.pushed {
+            let t = self.cfg.read_interval;
+            if t == 0 {
+                return true;
+            }
+            // The application's next read after this arrival.
+            d.read_at = Some((now / t + 1) * t);
         }
         // tcp_send_delayed_ack: a timer already due within a quarter of the ATO sends now;
         // otherwise the earlier of the old and the new deadline.
@@ -249,18 +308,34 @@ impl Receiver {
         }
         match self.ack_deadline {
             Some(t) if t <= now && self.unacked > 0 => {
-                self.delack_fired();
+                if !self.on_read(now) {
+                    self.delack_fired();
+                }
                 Some(self.make_ack())
             }
             _ => None,
         }
     }
 
+    /// Whether the application's read is what is due at `now` (rather than the delayed-ACK
+    /// timer): tcp_recvmsg → tcp_cleanup_rbuf (net/ipv4/tcp.c) sends the scheduled ACK when
+    /// the read copied data, ICSK_ACK_PUSHED is set (outside ping-pong mode: this receiver
+    /// sends no data) and the receive memory is empty, out-of-order queue included
+    /// (`!atomic_read(&sk->sk_rmem_alloc)`). The read is only scheduled with the queue empty,
+    /// and any later arrival either keeps it so or is acknowledged at once, clearing it.
+    fn on_read(&self, now: Time) -> bool {
+        self.delack.read_at.is_some_and(|r| r <= now) && self.holes_above.is_empty()
+    }
+
     fn make_ack(&mut self) -> AckFrame {
         self.unacked = 0;
         self.ack_deadline = None;
         let d = &mut self.delack;
+        // tcp_event_ack_sent → inet_csk_clear_xmit_timer(ICSK_TIME_DACK): pending, PUSHED
+        // with it, is cleared, and the timer stopped.
         d.deadline = None;
+        d.pushed = false;
+        d.read_at = None;
         d.rcv_wup = self.stream_cum;
         // tcp_dec_quickack_mode: each ACK uses a quick ACK; the last one resets the ATO.
         if d.quick > 0 {
@@ -282,11 +357,11 @@ impl Receiver {
     /// packet first.
     #[cold]
     #[inline(never)]
-    fn on_data_with_agent(&mut self, now: Time, pkt: &DataPacket, urgent: bool) -> Option<AckFrame> {
+    fn on_data_with_agent(&mut self, now: Time, pkt: &DataPacket, urgent: bool, in_order: bool) -> Option<AckFrame> {
         if let Some(agent) = self.agent.as_mut() {
             agent.on_data(now, &ReceivedPacket { id: pkt.id, bytes: pkt.len as u64, sent: pkt.sent });
         }
-        let ack = if self.ack_due(now, pkt.len as u64, urgent) { Some(self.agent_ack(now)) } else { None };
+        let ack = if self.ack_due(now, pkt, urgent, in_order) { Some(self.agent_ack(now)) } else { None };
         self.merge_deadlines();
         ack
     }
@@ -300,8 +375,8 @@ impl Receiver {
             Some(agent) if agent.next_timer().is_some_and(|t| t <= now) => agent.on_timer(now),
             _ => false,
         };
-        let delack_due = self.delack.deadline.is_some_and(|t| t <= now) && self.unacked > 0;
-        if delack_due {
+        let delack_due = self.delack.next().is_some_and(|t| t <= now) && self.unacked > 0;
+        if delack_due && !self.on_read(now) {
             self.delack_fired();
         }
         let ack = (delack_due || agent_wants_ack).then(|| self.agent_ack(now));
@@ -319,7 +394,7 @@ impl Receiver {
     /// `ack_deadline` = the earlier of the delayed-ACK deadline and the agent's timer.
     fn merge_deadlines(&mut self) {
         let agent_timer = self.agent.as_ref().and_then(|agent| agent.next_timer());
-        self.ack_deadline = match (self.delack.deadline, agent_timer) {
+        self.ack_deadline = match (self.delack.next(), agent_timer) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
@@ -404,7 +479,7 @@ mod tests {
     use super::*;
 
     fn pkt(id: u64, offset: u64) -> DataPacket {
-        DataPacket { id, offset, len: 1000, sent: 0, retransmission: false }
+        DataPacket { id, offset, len: 1000, sent: 0, retransmission: false, push: false }
     }
 
     #[test]
@@ -453,12 +528,65 @@ mod tests {
     }
 
     #[test]
+    fn a_pushed_segment_is_acked_alone_at_the_applications_read() {
+        // net/ipv4/tcp_input.c, tcp_measure_rcv_mss (6.6+, commit 4720852ed9af): "If the skb
+        // has a len of exactly 1*MSS and has the PSH bit set [...] we set ICSK_ACK_PUSHED here
+        // so that tcp_cleanup_rbuf() will send an ACK immediately if the app reads all of the
+        // data and is not ping-pong"; net/ipv4/tcp.c, __tcp_cleanup_rbuf: with an ACK
+        // scheduled, `copied > 0 && (pending & ICSK_ACK_PUSHED) && !pingpong &&
+        // !atomic_read(&sk->sk_rmem_alloc)` → tcp_send_ack. Reads every 20 ms here.
+        let pushed = |id: u64| DataPacket { push: true, ..pkt(id, id * 1000) };
+        let (mut r, n) = past_quickack(0);
+        assert!(r.on_data(5 * MS, &pushed(n)).is_none(), "not at arrival: at the next read");
+        assert_eq!(r.next_timeout(), Some(20 * MS), "the read at 20 ms comes before the ATO (45 ms)");
+        let a = r.on_timeout(20 * MS).expect("the read's ACK");
+        assert_eq!(a.largest, n);
+        assert_eq!(r.next_timeout(), None, "the delayed-ACK timer went with it");
+        // The read did not inflate the ATO (tcp_delack_timer_handler's "Delayed ACK missed"):
+        // the next lone segment without PSH waits the 40 ms floor again.
+        assert!(r.on_data(21 * MS, &pkt(n + 1, (n + 1) * 1000)).is_none());
+        assert_eq!(r.next_timeout(), Some(61 * MS), "no PSH: the timer, not the read at 40 ms");
+        // A second segment before the read is the usual pair's ACK, PSH or not.
+        let a = r.on_data(30 * MS, &pushed(n + 2)).expect("two segments unacked");
+        assert_eq!(a.stream_cum, (n + 3) * 1000);
+        // PSH on a segment that arrives above a hole: acknowledged at once as out of order; the
+        // hole's fill then at once as well, so no read is ever pending over a hole.
+        assert!(r.on_data(31 * MS, &pushed(n + 4)).is_some());
+        assert_eq!(r.next_timeout(), None);
+        // A short segment with PSH (below rcv_mss) is ICSK_ACK_PUSHED2's case, not modelled:
+        // it waits for the timer.
+        let (mut r, n) = past_quickack(0);
+        let short = DataPacket { len: 500, ..pushed(n) };
+        assert!(r.on_data(5 * MS, &short).is_none());
+        assert_eq!(r.next_timeout(), Some(45 * MS));
+    }
+
+    #[test]
+    fn push_ack_off_or_reads_at_arrival() {
+        let pushed = |id: u64| DataPacket { push: true, ..pkt(id, id * 1000) };
+        let quick = |cfg: ReceiverConfig| {
+            let mut r = Receiver::new(cfg);
+            for i in 0..16 {
+                r.on_data(i, &pkt(i, i * 1000)).expect("quick ACK");
+            }
+            r
+        };
+        let mut r = quick(ReceiverConfig { push_ack: false, ..Default::default() });
+        assert!(r.on_data(5 * MS, &pushed(16)).is_none());
+        assert_eq!(r.next_timeout(), Some(45 * MS), "PSH ignored: the delayed-ACK timer");
+        let mut r = quick(ReceiverConfig { read_interval: 0, ..Default::default() });
+        assert!(r.on_data(5 * MS, &pushed(16)).is_some(), "an application blocked in read()");
+        assert!(r.on_data(6 * MS, &pkt(17, 17_000)).is_none(), "PUSHED went with that ACK");
+    }
+
+    #[test]
     fn acks_every_second_full_segment_by_bytes_not_packets() {
         // __tcp_ack_snd_check: "(tp->rcv_nxt - tp->rcv_wup) > inet_csk(sk)->icsk_ack.rcv_mss",
         // with rcv_mss the largest segment seen (tcp_measure_rcv_mss). Half-sized segments are
         // acked every third: two of them are exactly one rcv_mss, not more.
         let (mut r, n) = past_quickack(0);
-        let small = |id: u64, off: u64| DataPacket { id, offset: off, len: 500, sent: 0, retransmission: false };
+        let small =
+            |id: u64, off: u64| DataPacket { id, offset: off, len: 500, sent: 0, retransmission: false, push: false };
         let off = n * 1000;
         assert!(r.on_data(10, &small(n, off)).is_none());
         assert!(r.on_data(11, &small(n + 1, off + 500)).is_none(), "1000 bytes = one rcv_mss");
@@ -523,6 +651,30 @@ mod tests {
     }
 
     #[test]
+    fn a_recovery_longer_than_the_rto_ends_in_quick_acks() {
+        // net/ipv4/tcp_input.c, tcp_data_queue: only data at rcv_nxt reaches
+        // tcp_event_data_recv (queue_and_out); out-of-order data goes to tcp_data_queue_ofo,
+        // which leaves icsk_ack.lrcvtime alone. So when the hole fills after more than the RTO
+        // without in-order data, "m > icsk->icsk_rto" grants quick ACKs (tcp_incr_quickack).
+        // Seen with kernel Reno on the Nepal path: after each of four recoveries that kept in-order
+        // data away for 337-430 ms, the next 10-15 segments were each acknowledged at once.
+        let (mut r, n) = past_quickack(0);
+        r.set_handshake_rtt(20 * MS); // RTO 220 ms
+        assert!(r.on_data(MS, &pkt(n, n * 1000)).is_none());
+        r.on_timeout(41 * MS).expect("delayed ACK");
+        // n + 1 is lost; four later segments arrive out of order, each acknowledged at once.
+        for (i, t) in [60, 120, 180, 240].into_iter().enumerate() {
+            let id = n + 2 + i as u64;
+            assert!(r.on_data(t * MS, &pkt(id, id * 1000)).is_some(), "out of order at {t} ms");
+        }
+        let fill = r.on_data(300 * MS, &DataPacket { id: n + 6, ..pkt(n + 6, (n + 1) * 1000) });
+        assert_eq!(fill.expect("the hole fill, at once").stream_cum, (n + 6) * 1000);
+        // 299 ms since the last in-order data (not 60 since the last arrival): quick ACKs.
+        assert!(r.on_data(310 * MS, &pkt(n + 7, (n + 6) * 1000)).is_some(), "a quick ACK");
+        assert!(r.on_data(330 * MS, &pkt(n + 8, (n + 7) * 1000)).is_some(), "and another");
+    }
+
+    #[test]
     fn a_silence_longer_than_the_rto_brings_quick_acks_back() {
         // tcp_event_data_recv: "} else if (m > icsk->icsk_rto) { /* Too long gap. Apparently
         // sender failed to restart window, so that we send ACKs quickly. */
@@ -582,7 +734,7 @@ mod agent_tests {
     }
 
     fn pkt(id: u64) -> DataPacket {
-        DataPacket { id, offset: id * 1000, len: 1000, sent: 0, retransmission: false }
+        DataPacket { id, offset: id * 1000, len: 1000, sent: 0, retransmission: false, push: false }
     }
 
     #[test]
@@ -605,7 +757,7 @@ mod agent_tests {
     #[test]
     fn delayed_acks_and_the_agent_timer_share_one_deadline() {
         let agent: Box<dyn ReceiverAgent> = Box::new(Counter { packets: 0, next: 1_000_000_000 });
-        let cfg = ReceiverConfig { delayed_ack: true, ato_min: 40 };
+        let cfg = ReceiverConfig { delayed_ack: true, ato_min: 40, ..Default::default() };
         let mut r = Receiver::new(cfg).with_agent(Some(agent));
         for id in 0..16 {
             assert!(r.on_data(id, &pkt(id)).is_some(), "quick ACK {id}");

@@ -1,5 +1,6 @@
 use crate::handshake::Handshake;
 use crate::prr::Prr;
+use crate::push::Writes;
 use crate::rtt::RttEstimator;
 use crate::{AckFrame, DataPacket};
 use cclab_cc::{
@@ -56,6 +57,8 @@ pub struct SenderConfig {
     /// (`[transport] rack`; [`Sender::detect_losses`]); false, and for the other schemes:
     /// RFC 9002's packet and time thresholds.
     pub rack: bool,
+    /// Set PSH where Linux's sender does for the receiver's `push_ack` ([`crate::push`]).
+    pub push: bool,
 }
 
 impl Default for SenderConfig {
@@ -73,6 +76,7 @@ impl Default for SenderConfig {
             prr: true,
             tlp: true,
             rack: true,
+            push: true,
         }
     }
 }
@@ -94,6 +98,7 @@ impl SenderConfig {
             prr: transport.prr,
             tlp: transport.tlp,
             rack: transport.rack,
+            push: transport.push_ack && spec.delayed_ack,
         }
     }
 }
@@ -200,6 +205,8 @@ pub struct Sender {
     next_offset: u64,
     /// Bytes the application has written (u64::MAX for a bulk flow).
     app_limit: u64,
+    /// The application's writes as Linux's PSH marks see them (`push`); None without.
+    writes: Option<Writes>,
     /// Messages written on a persistent connection ([`Sender::write_message`]): the stream
     /// offset one past each one's last byte and its tag, oldest first, until acknowledged.
     messages: VecDeque<(u64, u64)>,
@@ -278,6 +285,7 @@ impl Sender {
             retransmit: VecDeque::new(),
             next_offset: 0,
             app_limit: u64::MAX,
+            writes: cfg.push.then(|| Writes::new(cfg.mss)),
             messages: VecDeque::new(),
             completed: Vec::new(),
             active: false,
@@ -385,6 +393,10 @@ impl Sender {
     /// Limits the data the application has written to `bytes` in total.
     pub fn set_app_limit(&mut self, bytes: u64) {
         self.app_limit = bytes;
+        if let (Some(w), true) = (&mut self.writes, bytes != u64::MAX) {
+            // The application's data ends here: its last write's end carries PSH.
+            w.fill_to(bytes, bytes);
+        }
     }
 
     /// Appends a message of `bytes` to the stream of a persistent, application-limited
@@ -394,6 +406,10 @@ impl Sender {
         assert!(self.app_limit != u64::MAX, "messages need an application-limited sender (set_app_limit(0))");
         self.app_limit += bytes;
         self.messages.push_back((self.app_limit, tag));
+        if let Some(w) = &mut self.writes {
+            // One write per message (the emulator's request client writes each at once).
+            w.fill_to(self.app_limit, self.app_limit);
+        }
     }
 
     /// Tags of the messages completed since the last call, in stream order, into `out`.
@@ -569,7 +585,8 @@ impl Sender {
         self.mark_app_limited();
         // tcp_write_xmit: "Send one loss probe per tail loss episode" (tcp_schedule_loss_probe).
         self.arm_tlp(now);
-        DataPacket { id, offset, len, sent: now, retransmission }
+        let push = self.writes.as_ref().is_some_and(|w| w.push(offset, len as u64));
+        DataPacket { id, offset, len, sent: now, retransmission, push }
     }
 
     /// Arms the tail-loss probe (RFC 8985 §7.2; Linux tcp_schedule_loss_probe) after a send or
@@ -697,6 +714,7 @@ impl Sender {
         }
         let prior_in_flight = self.in_flight;
         let una_advanced = ack.stream_cum > self.snd_una;
+        let una_advance = ack.stream_cum.saturating_sub(self.snd_una);
         self.snd_una = self.snd_una.max(ack.stream_cum);
         let prior_largest = self.largest_acked;
         let floor = prior_largest.map_or(0, |l| l + 1);
@@ -852,6 +870,16 @@ impl Sender {
         self.lost_buf = lost;
 
         self.pop_resolved();
+        if let Some(w) = &mut self.writes {
+            w.acked(self.snd_una);
+            if self.app_limit == u64::MAX {
+                // A bulk application writes what the ACK freed, and keeps its send buffer
+                // (Linux's, autotuned to about twice the window's memory) a flight ahead of
+                // what was sent.
+                w.write(una_advance, u64::MAX);
+                w.fill_to(self.next_offset + self.in_flight, u64::MAX);
+            }
+        }
         self.rto_deadline = (self.in_flight > 0).then(|| now + self.rtt.rto());
         // tcp_set_xmit_timer: the probe timer when tcp_schedule_loss_probe allows one.
         self.arm_tlp(now);

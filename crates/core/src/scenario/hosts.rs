@@ -15,12 +15,21 @@ use serde::de::{self, Deserializer, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
 use std::fmt;
 
+/// The most `"auto"` allows: real hosts vary by microseconds to about a millisecond
+/// (interrupt coalescing, softirq batching), never by a slow link's packet time. Measured on
+/// the Nepal path (0.57 Mbit/s, a packet time of 21 ms): the emulator's kernel receiver's ACKs
+/// took 27.92-28.17 ms over its 28 ms reverse delay, timing error included, where an uncapped
+/// "auto" (U[0, 21 ms] on every data packet and every ACK) made them 28-49 ms (median 39) and
+/// cost Cubic and NewReno 0.04-0.06 of the kernel's 0.46-0.48 Mbit/s. Every link of 12 Mbit/s
+/// and more (a packet time of 1 ms or less) is unaffected.
+pub const AUTO_MAX: Dur = Dur(1_000_000);
+
 /// `jitter = "auto" | "0" | "<duration>"`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum HostJitter {
-    /// One packet's serialisation time at the bottleneck's (mean) rate: the least variation
-    /// that moves packets by a whole service slot, and so breaks the phase lock, while adding
-    /// on average only half a packet time of delay per host.
+    /// One packet's serialisation time at the bottleneck's (mean) rate, at most [`AUTO_MAX`]:
+    /// the least variation that moves packets by a whole service slot, and so breaks the phase
+    /// lock, while adding on average only half a packet time of delay per host.
     #[default]
     Auto,
     /// A fixed maximum; zero turns the jitter off (the phase-locked, analytic path).
@@ -41,7 +50,7 @@ impl HostJitter {
     /// whose full data packets are `packet_bytes` on the wire.
     pub fn resolve(self, rate: Rate, packet_bytes: u64) -> u64 {
         match self {
-            HostJitter::Auto => rate.serialisation_ns(packet_bytes),
+            HostJitter::Auto => rate.serialisation_ns(packet_bytes).min(AUTO_MAX.ns()),
             HostJitter::Max(d) => d.ns(),
         }
     }
@@ -89,7 +98,8 @@ impl<'de> Deserialize<'de> for HostJitter {
 #[serde(deny_unknown_fields)]
 pub struct Hosts {
     /// Largest per-packet processing delay at each sender (data) and receiver (ACKs).
-    /// Default `"auto"`: one full packet's serialisation time at the bottleneck rate.
+    /// Default `"auto"`: one full packet's serialisation time at the bottleneck rate, at most
+    /// [`AUTO_MAX`] (1 ms).
     #[serde(default)]
     pub jitter: HostJitter,
 }
@@ -114,6 +124,10 @@ mod tests {
         assert!(e.contains("auto"), "{e}");
         // 12 Mbit/s: a 1500-byte packet takes exactly 1 ms.
         assert_eq!(HostJitter::Auto.resolve(Rate(12_000_000), 1500), 1_000_000);
+        assert_eq!(HostJitter::Auto.resolve(Rate(48_000_000), 1500), 250_000);
+        // 0.57 Mbit/s: a packet time of 21 ms, capped at AUTO_MAX; a duration is taken as is.
+        assert_eq!(HostJitter::Auto.resolve(Rate(570_000), 1500), 1_000_000);
+        assert_eq!(HostJitter::Max(Dur(5_000_000)).resolve(Rate(570_000), 1500), 5_000_000);
         assert_eq!(HostJitter::Max(Dur(0)).resolve(Rate(12_000_000), 1500), 0);
         let h: Hosts = toml::from_str("jitter = 0").unwrap();
         assert_eq!(h.jitter, HostJitter::Max(Dur(0)));

@@ -90,6 +90,27 @@ pub struct Transport {
     /// [`SCALING_RATIO`]/256 of it (tcp_win_from_space), so its flight never exceeds that.
     #[serde(default = "default_rmem_max")]
     pub rmem_max: Bytes,
+    // --- receiver ---
+    /// Acknowledge a pushed segment when the application has read it, as Linux's receiver
+    /// does since 6.6 (commit 4720852ed9af, "tcp: fix delayed ACKs for MSS boundary
+    /// condition"): a full-sized segment with PSH sets ICSK_ACK_PUSHED (tcp_measure_rcv_mss,
+    /// net/ipv4/tcp_input.c), and a read that empties the receive queue, out-of-order queue
+    /// included, then sends the delayed ACK at once (tcp_cleanup_rbuf, net/ipv4/tcp.c) instead
+    /// of waiting for a second segment or the timer. The sender sets PSH where Linux's does for
+    /// a bulk application that writes whatever each ACK frees: at the end of each write
+    /// (tcp_push), on the last segment of the 2-segment skb holding the write's last byte
+    /// (crates/transport's `push`). Only with the flow's `delayed_ack`. Default true; false
+    /// ignores PSH (an ACK per two segments or at the timer, as before 6.6).
+    #[serde(default = "default_true")]
+    pub push_ack: bool,
+    /// How often the receiving application reads, for `push_ack`: every `read_interval` of
+    /// the run's clock; "0s" reads each segment as it arrives (an application blocked in
+    /// read()). Default "20ms": the emulator's receiver (crates/emu, kernel_tcp.rs) sets
+    /// SO_RCVLOWAT to 256 KiB and polls with a 20 ms timeout, so below ~100 Mbit/s it reads
+    /// every 20 ms; measured on the Nepal path, the kernel's lone ACKs of pushed segments
+    /// left 0–20 ms after the segment arrived, spread evenly (README.md, "The lossy Nepal path").
+    #[serde(default = "default_read_interval")]
+    pub read_interval: Dur,
 }
 
 /// Linux's tp->scaling_ratio for full-sized segments (in 256ths): tcp_measure_rcv_mss sets it
@@ -114,6 +135,9 @@ fn default_rto_max() -> Dur {
 fn default_rmem_max() -> Bytes {
     Bytes(32 << 20)
 }
+fn default_read_interval() -> Dur {
+    Dur::from_millis(20)
+}
 fn default_true() -> bool {
     true
 }
@@ -130,6 +154,8 @@ impl Default for Transport {
             tlp: true,
             rack: true,
             rmem_max: default_rmem_max(),
+            push_ack: true,
+            read_interval: default_read_interval(),
         }
     }
 }
@@ -151,10 +177,11 @@ mod tests {
         );
         assert_eq!((s.transport.prr, s.transport.tlp, s.transport.rmem_max), (true, true, Bytes(33_554_432)));
         assert!(s.transport.rack);
+        assert_eq!((s.transport.push_ack, s.transport.read_interval), (true, Dur(20_000_000)));
         assert_eq!(s.transport.default_rwnd(), 20 << 20, "tcp_win_from_space at scaling_ratio 160");
         let text = format!(
             "{BASE}[transport]\nhandshake = false\nrto = \"rfc6298\"\nrto_max = \"60s\"\nundo = false\ntso = false\n\
-             prr = false\ntlp = false\nrack = false\nrmem_max = \"6291456B\"\n"
+             prr = false\ntlp = false\nrack = false\nrmem_max = \"6291456B\"\npush_ack = false\nread_interval = \"0s\"\n"
         );
         let s = Scenario::parse(&text, "t.toml").unwrap();
         assert_eq!(
@@ -169,6 +196,8 @@ mod tests {
                 tlp: false,
                 rack: false,
                 rmem_max: Bytes(6_291_456),
+                push_ack: false,
+                read_interval: Dur(0),
             }
         );
     }
