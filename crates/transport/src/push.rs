@@ -28,8 +28,8 @@ pub(crate) struct Writes {
     skb: u64,
     /// Stream offset one past the application's last write (the write queue's tail).
     written: u64,
-    /// Stream offsets that end a PSH-marked skb, ascending; those at or below the cumulative
-    /// ACK are dropped.
+    /// Stream offsets that end a PSH-marked skb, ascending, from the first one not sent yet
+    /// (a segment sent again carries the flag it was first sent with).
     marks: VecDeque<u64>,
 }
 
@@ -59,17 +59,13 @@ impl Writes {
         }
     }
 
-    /// Forgets marks the receiver acknowledged.
-    pub(crate) fn acked(&mut self, snd_una: u64) {
-        while self.marks.front().is_some_and(|&m| m <= snd_una) {
+    /// Whether new data `[offset, offset + len)`, sent in stream order, carries PSH: it ends
+    /// a marked skb. Marks it has passed are forgotten.
+    pub(crate) fn take(&mut self, offset: u64, len: u64) -> bool {
+        while self.marks.front().is_some_and(|&m| m <= offset) {
             self.marks.pop_front();
         }
-    }
-
-    /// Whether the segment `[offset, offset + len)` carries PSH: it ends a marked skb.
-    pub(crate) fn push(&self, offset: u64, len: u64) -> bool {
-        let i = self.marks.partition_point(|&m| m <= offset);
-        self.marks.get(i).is_some_and(|&m| m <= offset + len)
+        self.marks.front().is_some_and(|&m| m <= offset + len)
     }
 }
 
@@ -79,8 +75,8 @@ mod tests {
 
     const MSS: u64 = 1000;
 
-    fn pushed(w: &Writes, segs: u64) -> Vec<u64> {
-        (0..segs).filter(|&i| w.push(i * MSS, MSS)).collect()
+    fn pushed(w: &mut Writes, segs: u64) -> Vec<u64> {
+        (0..segs).filter(|&i| w.take(i * MSS, MSS)).collect()
     }
 
     #[test]
@@ -91,19 +87,21 @@ mod tests {
         w.write(MSS, u64::MAX); // fills it: the same mark
         w.write(3 * MSS, u64::MAX); // ends mid-skb: PSH on the skb's end, segment 7, which the
                                     // next write fills
-        assert_eq!(pushed(&w, 10), vec![1, 3, 7]);
+        assert_eq!(pushed(&mut w, 10), vec![1, 3, 7]);
         assert_eq!(w.written, 7 * MSS);
+        assert!(w.marks.is_empty(), "every mark sent is forgotten");
     }
 
     #[test]
-    fn a_message_end_is_marked_exactly_and_acked_marks_go() {
+    fn a_message_end_is_marked_exactly() {
         let mut w = Writes::new(MSS);
         w.write(2500, 2500);
-        assert!(w.push(2000, 500), "the message's last, short segment");
-        assert!(!w.push(1000, 1000));
+        assert!(!w.take(0, 1000));
+        assert!(!w.take(1000, 1000));
+        assert!(w.take(2000, 500), "the message's last, short segment");
         w.fill_to(2 * MSS, u64::MAX); // nothing: already written
         assert_eq!(w.written, 2500);
-        w.acked(2500);
-        assert!(!w.push(2000, 500));
+        w.write(500, u64::MAX); // fills the skb the message ended in: its mark is at the skb's end
+        assert!(!w.take(2500, 500));
     }
 }

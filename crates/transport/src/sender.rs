@@ -149,6 +149,8 @@ struct Sent {
     len: u32,
     state: State,
     app_limited: bool,
+    /// PSH: sent again with it, as Linux's skb keeps its flags.
+    push: bool,
     send_time: Time,
     tag: CcTag,
     delivered: u64,
@@ -156,6 +158,15 @@ struct Sent {
     first_send_time: Time,
     tx_in_flight: u64,
     lost: u64,
+}
+
+/// One segment to send.
+#[derive(Clone, Copy, Debug)]
+struct Segment {
+    offset: u64,
+    len: u32,
+    retransmission: bool,
+    push: bool,
 }
 
 /// A tail-loss probe that sent the last segment again, and its original.
@@ -201,7 +212,7 @@ pub struct Sender {
     largest_acked: Option<u64>,
     in_flight: u64,
     /// Stream data declared lost and waiting to be sent again.
-    retransmit: VecDeque<(u64, u32)>,
+    retransmit: VecDeque<(u64, u32, bool)>,
     next_offset: u64,
     /// Bytes the application has written (u64::MAX for a bulk flow).
     app_limit: u64,
@@ -489,13 +500,13 @@ impl Sender {
         if pacing.is_some() && now < self.next_send_time && !in_burst {
             return None;
         }
-        let (offset, len, retransmission) = match self.retransmit.pop_front() {
-            Some((off, len)) => (off, len, true),
+        let (offset, len, retransmission, push) = match self.retransmit.pop_front() {
+            Some((off, len, push)) => (off, len, true, push),
             None => {
                 let len = self.cfg.mss.min(self.app_limit - self.next_offset) as u32;
                 let off = self.next_offset;
                 self.next_offset += len as u64;
-                (off, len, false)
+                (off, len, false, self.take_push(off, len))
             }
         };
         if self.in_flight == 0
@@ -515,19 +526,18 @@ impl Sender {
                 return None;
             }
         }
-        Some(self.emit(now, offset, len, retransmission, pacing, in_burst))
+        Some(self.emit(now, Segment { offset, len, retransmission, push }, pacing, in_burst))
+    }
+
+    /// Whether new data at `offset` carries PSH ([`crate::push`]).
+    #[inline]
+    fn take_push(&mut self, offset: u64, len: u32) -> bool {
+        self.writes.as_mut().is_some_and(|w| w.take(offset, len as u64))
     }
 
     /// Sends one packet: the sampler's and the controller's bookkeeping, the pacer, the timers.
-    fn emit(
-        &mut self,
-        now: Time,
-        offset: u64,
-        len: u32,
-        retransmission: bool,
-        pacing: Option<f64>,
-        in_burst: bool,
-    ) -> DataPacket {
+    fn emit(&mut self, now: Time, seg: Segment, pacing: Option<f64>, in_burst: bool) -> DataPacket {
+        let Segment { offset, len, retransmission, push } = seg;
         if self.in_flight == 0 {
             // Reference §0.4: restart the sampler's clocks after idle.
             self.first_send_time = now;
@@ -553,6 +563,7 @@ impl Sender {
             len,
             state: State::InFlight,
             app_limited,
+            push,
             send_time: now,
             tag,
             delivered: self.delivered,
@@ -585,7 +596,6 @@ impl Sender {
         self.mark_app_limited();
         // tcp_write_xmit: "Send one loss probe per tail loss episode" (tcp_schedule_loss_probe).
         self.arm_tlp(now);
-        let push = self.writes.as_ref().is_some_and(|w| w.push(offset, len as u64));
         DataPacket { id, offset, len, sent: now, retransmission, push }
     }
 
@@ -626,16 +636,17 @@ impl Sender {
             let len = mss.min(self.app_limit - self.next_offset) as u32;
             let off = self.next_offset;
             self.next_offset += len as u64;
-            self.emit(now, off, len, false, None, false)
+            let push = self.take_push(off, len);
+            self.emit(now, Segment { offset: off, len, retransmission: false, push }, None, false)
         } else {
             // skb_rb_last(&sk->tcp_rtx_queue), __tcp_retransmit_skb. The original stays in
             // flight: whichever copy is acked first delivers the data (`tlp_twins`).
             let (i, last) = self.sent.iter().enumerate().rev().find(|(_, p)| p.state == State::InFlight)?;
-            let (orig, off, len) = (self.base_id + i as u64, last.offset, last.len);
+            let (orig, off, len, push) = (self.base_id + i as u64, last.offset, last.len, last.push);
             if self.in_flight + len as u64 > self.cfg.rwnd {
                 return None;
             }
-            let p = self.emit(now, off, len, true, None, false);
+            let p = self.emit(now, Segment { offset: off, len, retransmission: true, push }, None, false);
             self.tlp_twins = Some(Twins { orig, probe: p.id, acked: false });
             p
         };
@@ -871,7 +882,6 @@ impl Sender {
 
         self.pop_resolved();
         if let Some(w) = &mut self.writes {
-            w.acked(self.snd_una);
             if self.app_limit == u64::MAX {
                 // A bulk application writes what the ACK freed, and keeps its send buffer
                 // (Linux's, autotuned to about twice the window's memory) a flight ahead of
@@ -910,7 +920,7 @@ impl Sender {
         offsets.sort_unstable();
         // Queued retransmissions of that data: drop them, remembering which were dropped.
         let mut unsent: Vec<u64> = Vec::new();
-        self.retransmit.retain(|&(off, _)| {
+        self.retransmit.retain(|&(off, _, _)| {
             let hit = offsets.binary_search(&off).is_ok();
             if hit {
                 unsent.push(off);
@@ -1060,7 +1070,7 @@ impl Sender {
             self.stats.packets_lost += 1;
             self.stats.loss_gaps.record(p.send_time);
             if !self.twin_acked(id) {
-                self.retransmit.push_back((p.offset, p.len));
+                self.retransmit.push_back((p.offset, p.len, p.push));
             }
         }
         self.lost_buf.push(LostPacket { id, bytes: p.len as u64, send_time: p.send_time, tag: p.tag, cause });
