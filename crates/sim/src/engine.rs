@@ -906,12 +906,21 @@ impl Sim {
             self.arm(f);
             return true;
         }
-        flow.sender.on_timeout(now);
+        // Only what is due is asked: a receiver's timer (its delayed ACK, its application's
+        // read) leaves the sender, which has nothing due and so nothing to do, untouched.
+        let sender_due = flow.sender_due.is_some_and(|d| d <= now);
+        if sender_due {
+            flow.sender.on_timeout(now);
+        }
         if let Some(ack) = flow.receiver.on_timeout(now) {
             self.send_ack(f, ack);
         }
-        self.transmit(f);
-        self.rearm(f);
+        if sender_due {
+            self.transmit(f);
+            self.rearm(f);
+        } else {
+            self.rearm_receiver(f);
+        }
         true
     }
 
