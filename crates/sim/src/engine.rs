@@ -424,10 +424,7 @@ impl Flow {
     /// The earlier of the two deadlines.
     #[inline]
     fn due(&self) -> Option<Time> {
-        match (self.sender_due, self.receiver_due) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        cclab_core::time::earlier(self.sender_due, self.receiver_due)
     }
 }
 

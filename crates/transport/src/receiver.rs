@@ -2,7 +2,7 @@ use crate::{AckFrame, DataPacket, FeedbackSlot, IdRange, ACK_RANGES};
 use cclab_cc::agent::{ReceivedPacket, ReceiverAgent};
 use cclab_cc::Time;
 use cclab_core::scenario::{FlowSpec, Transport};
-use cclab_core::time::{MS, SEC};
+use cclab_core::time::{earlier, MS, SEC};
 use std::collections::VecDeque;
 
 /// TCP_ATO_MIN and TCP_DELACK_MIN (include/net/tcp.h, HZ/25): the delayed-ACK timeout's floor.
@@ -120,16 +120,13 @@ impl DelAck {
         self.lrcvtime = now;
     }
 
-    /// tcp_send_delayed_ack's timeout: the ATO, above TCP_DELACK_MIN bounded by HZ/2 and by
-    /// the RTT (at least TCP_DELACK_MIN).
     /// The earlier of the timer and the application's read: when the ACK may go.
     fn next(&self) -> Option<Time> {
-        match (self.deadline, self.read_at) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        earlier(self.deadline, self.read_at)
     }
 
+    /// tcp_send_delayed_ack's timeout: the ATO, above TCP_DELACK_MIN bounded by HZ/2 and by
+    /// the RTT (at least TCP_DELACK_MIN).
     fn timeout(&self, ato_min: Time) -> Time {
         if self.ato <= ato_min {
             return self.ato;
@@ -394,10 +391,7 @@ impl Receiver {
     /// `ack_deadline` = the earlier of the delayed-ACK deadline and the agent's timer.
     fn merge_deadlines(&mut self) {
         let agent_timer = self.agent.as_ref().and_then(|agent| agent.next_timer());
-        self.ack_deadline = match (self.delack.next(), agent_timer) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
+        self.ack_deadline = earlier(self.delack.next(), agent_timer);
     }
 
     /// Returns true when the id leaves a gap (a packet was lost or reordered before it).

@@ -109,10 +109,7 @@ impl CongestionControl for Sprout {
             (false, Some(t)) => Some(t + FALLBACK_INTERVAL),
             _ => None,
         };
-        match (tick, fallback) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        cclab_core::time::earlier(tick, fallback)
     }
 
     fn on_timer(&mut self, now: Time, _ctx: &mut CcContext) {
