@@ -247,15 +247,19 @@ def test_elastic_cross_traffic_costs_the_bundle_some_not_most(tmp_path) -> None:
     reason="the emulator needs root and /dev/net/tun",
 )
 def test_bbr_hosts_on_the_emulator_are_linux_bbr(tmp_path) -> None:
-    """`--engine emu --schemes bbr-hosts`: the rows' end hosts become Linux's BBR. Two runs of
-    2,000 requests (6 s each, in real time); Bundler keeps the median slowdown near 1 (quick,
-    10,000 requests: 1.09 against the status quo's 2.73)."""
+    """`--engine emu --schemes bbr-hosts`: the rows' end hosts become Linux's BBR. One run of
+    2,000 requests (6 s each, in real time). The finding (B7): BBR end hosts make the status
+    quo's median slowdown worse (SIGCOMM'19: 1.62 with Cubic, 2.68 with BBR) and Bundler cuts it
+    by more than half (to 1.14, 57 %). Measured here, ten runs: status quo 2.86-2.93, Bundler
+    1.07-1.40 (a cut of 52-63 %; Bundler's own figure moves with the host's load, as real time
+    does), so the bounds are 2 and a 40 % cut."""
     scenarios = _short_bundler(tmp_path, 2000, "6s")
     rep = reproduce.bundler(
         seeds=1, engine="emu", out=tmp_path / "out", scenario_dir=scenarios, schemes=["bbr-hosts"]
     )
     median = rep.table.set_index("configuration")["slowdown_median"]
-    assert median["bundler-bbr-hosts"] <= 1.3, median
+    assert median["status-quo-bbr-hosts"] > 2.0, median
+    assert median["bundler-bbr-hosts"] <= 0.6 * median["status-quo-bbr-hosts"], median
     run = load_run(next((tmp_path / "out").glob("**/bundler-bbr-hosts-r0")))
     assert 'scheme = "kernel:bbr"' in (run.path / "scenario.toml").read_text()
 
