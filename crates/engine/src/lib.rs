@@ -23,6 +23,7 @@ pub mod middlebox;
 pub mod plan;
 pub mod qdisc;
 mod result;
+pub mod scheduled_fifo;
 pub mod sinks;
 pub mod stage;
 pub mod tables;

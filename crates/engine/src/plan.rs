@@ -14,6 +14,7 @@ use crate::bottleneck::Bottleneck;
 use crate::delivery::{Service, Trace};
 use crate::middlebox::Inbox;
 use crate::qdisc::{Limit, Qdisc, QdiscSpec};
+use crate::scheduled_fifo::ScheduledFifo;
 use crate::stage::{DelayLine, Jitter, Loss, WirePacket};
 use crate::workload::{RequestPlan, RequestSource};
 use crate::FlowInfo;
@@ -202,6 +203,15 @@ impl PathPlan {
             Rng::derive(self.seed, stream::LINK),
             Rng::derive(self.seed, stream::QUEUE),
         )
+    }
+
+    /// The bottleneck as a [`ScheduledFifo`] when it is one (drop-tail at a constant rate):
+    /// an engine that can hand packets on ahead of time saves an event per departure.
+    pub fn scheduled_fifo(&self) -> Option<ScheduledFifo> {
+        match (&self.service, &self.qdisc) {
+            (Service::Constant(rate), QdiscSpec::DropTail) => Some(ScheduledFifo::new(*rate, self.limit)),
+            _ => None,
+        }
     }
 
     /// The line from the bottleneck to the receivers: the propagation delay and its jitter, on

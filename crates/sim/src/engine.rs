@@ -17,6 +17,7 @@ use cclab_core::time::Time;
 use cclab_engine::bottleneck::Bottleneck;
 use cclab_engine::middlebox::{boundary_hash, Feedback, Inbox, Outbox};
 use cclab_engine::plan::PathPlan;
+use cclab_engine::scheduled_fifo::ScheduledFifo;
 use cclab_engine::sinks::Sinks;
 use cclab_engine::stage::{DelayLine, Loss, WirePacket};
 use cclab_engine::workload::RequestSource;
@@ -439,7 +440,7 @@ struct Sim {
     ack_pipes: Vec<Pipe<Back, BackDest>>,
     /// The shared propagation line from the bottleneck to the receivers.
     prop: u32,
-    link: Bottleneck<DataPkt>,
+    link: Forward,
     link_at: Option<Time>,
     /// The ACK direction's bottleneck, when the link has a reverse trace.
     rlink: Option<Bottleneck<AckPkt>>,
@@ -458,6 +459,16 @@ struct Sim {
     completed: Vec<u64>,
     /// Bundler's middlebox, when the scenario has one.
     middlebox: Option<Bundle>,
+}
+
+/// The bottleneck as the engine drives it (one per run: the variants' sizes do not matter).
+#[allow(clippy::large_enum_variant)]
+enum Forward {
+    /// Drop-tail at a constant rate: a packet's departure is known when it arrives, so it goes
+    /// straight into the propagation line stamped with it, with no event of its own.
+    Scheduled(ScheduledFifo),
+    /// Any other discipline or delivery process, drained by `Ev::Link` events.
+    Served(Bottleneck<DataPkt>),
 }
 
 /// The inbox before the bottleneck, the outbox after it, and the feedback between them.
@@ -540,6 +551,9 @@ impl Sim {
         }
         for pipe in &mut self.data_pipes {
             pipe.line.trim();
+        }
+        if let Forward::Scheduled(fifo) = &mut self.link {
+            fifo.trim();
         }
         for pipe in &mut self.ack_pipes {
             pipe.line.trim();
@@ -633,13 +647,29 @@ impl Sim {
             return;
         }
         p.enqueued = self.now;
+        let link = match &mut self.link {
+            Forward::Served(link) => link,
+            Forward::Scheduled(fifo) => {
+                match fifo.offer(self.now, p.wire_size()) {
+                    Some(departure) => {
+                        p.dequeued = departure;
+                        if let Some(exit) = self.data_pipes[self.prop as usize].push(departure, p) {
+                            self.schedule(exit, Ev::DataPipe(self.prop));
+                        }
+                    }
+                    None => p.emit(&mut self.sinks, NEVER, Fate::DropQueue),
+                }
+                return;
+            }
+        };
         let sinks = &mut self.sinks;
-        self.link.enqueue(self.now, p, &mut |victim: DataPkt| victim.emit(sinks, NEVER, Fate::DropQueue));
+        link.enqueue(self.now, p, &mut |victim: DataPkt| victim.emit(sinks, NEVER, Fate::DropQueue));
         self.schedule_link();
     }
 
     fn schedule_link(&mut self) {
-        if let Some(t) = self.link.next_event() {
+        let Forward::Served(link) = &self.link else { return };
+        if let Some(t) = link.next_event() {
             if self.link_at.is_none_or(|at| t < at) {
                 self.link_at = Some(t);
                 self.schedule(t, Ev::Link);
@@ -651,7 +681,8 @@ impl Sim {
         let now = self.now;
         let mut out = std::mem::take(&mut self.departures);
         let sinks = &mut self.sinks;
-        self.link.dequeue(
+        let Forward::Served(link) = &mut self.link else { unreachable!("only a served link has events") };
+        link.dequeue(
             now,
             &mut |mut p: DataPkt| {
                 p.dequeued = now;
@@ -941,12 +972,22 @@ impl Sim {
     fn flush(&mut self) {
         let mut left: Vec<PacketRecord> = Vec::new();
         let mut keep = |r: Option<PacketRecord>| left.extend(r);
-        self.link.drain(&mut |p| keep(p.record(NEVER, Fate::InFlight)));
+        match &mut self.link {
+            Forward::Served(link) => link.drain(&mut |p| keep(p.record(NEVER, Fate::InFlight))),
+            // Its packets are in the propagation line, stamped with departures to come.
+            Forward::Scheduled(_) => {}
+        }
         if let Some(rlink) = &mut self.rlink {
             rlink.drain(&mut |p| keep(p.record(NEVER, Fate::InFlight)));
         }
+        let end = self.now;
         for pipe in &mut self.data_pipes {
-            pipe.line.drain().for_each(|p| keep(p.record(NEVER, Fate::InFlight)));
+            pipe.line.drain().for_each(|mut p| {
+                if p.dequeued > end {
+                    p.dequeued = NEVER; // still in a scheduled bottleneck
+                }
+                keep(p.record(NEVER, Fate::InFlight))
+            });
         }
         for pipe in &mut self.ack_pipes {
             pipe.line.drain().for_each(|p| keep(p.record(NEVER, Fate::InFlight)));
@@ -1019,7 +1060,10 @@ pub fn simulate(
         data_pipes,
         ack_pipes,
         prop: PROP,
-        link: plan.bottleneck(),
+        link: match plan.scheduled_fifo() {
+            Some(fifo) => Forward::Scheduled(fifo),
+            None => Forward::Served(plan.bottleneck()),
+        },
         link_at: None,
         rlink,
         rlink_at: None,
