@@ -392,14 +392,12 @@ impl MetricsAccumulator {
         }
     }
 
-    /// Cache hint: flow `f`'s counters and its newest bin, which its next record updates.
+    /// Cache hint: flow `f`'s counters, which its next record updates (not its newest bin:
+    /// finding it would wait on the counters' own miss; see `Sender::prefetch`).
     #[inline]
     pub fn prefetch_flow(&self, f: u32) {
         if let Some(acc) = self.flows.get(f as usize) {
             crate::hint::prefetch(acc);
-            if let Some(b) = acc.bins.last() {
-                crate::hint::prefetch(b);
-            }
         }
     }
 
