@@ -8,7 +8,8 @@
 //! - the path's stages, generic over the engine's packet type: the constant-delay line and
 //!   i.i.d. loss ([`stage`]), the bottleneck ([`bottleneck::Bottleneck`]) made of a queue
 //!   discipline ([`qdisc`]: which packet leaves, which is dropped) and a delivery process
-//!   ([`delivery`]: when a packet can leave);
+//!   ([`delivery`]: when a packet can leave), and its closed form for drop-tail at a constant
+//!   rate ([`scheduled_fifo`]: departures known at arrival, for an engine that can use them);
 //! - the record fan-out ([`sinks::Sinks`]: one `emit` feeds the metrics, the packet log and the
 //!   engine counters);
 //! - the engine-neutral results ([`RunOutput`], [`FlowInfo`], [`EngineStats`], [`RunOptions`],
