@@ -54,15 +54,6 @@ impl ScheduledFifo {
         Some(departure)
     }
 
-    /// Packets not yet gone at the last offer, the one in service included.
-    pub fn len(&self) -> usize {
-        self.inside.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.inside.is_empty()
-    }
-
     /// Gives back memory a past peak took ([`cclab_core::trim`]).
     pub fn trim(&mut self) {
         cclab_core::trim::trim(&mut self.inside);
