@@ -79,9 +79,9 @@ mod tests {
         }
     }
 
-    /// Random arrivals (sizes 40–1500 bytes, gaps averaging 0.8 of a serialisation time, so the queue
-    /// fills, drains and overflows) offered to both, with the served bottleneck drained just
-    /// before each arrival: the same packets dropped, the same departure times.
+    /// Random arrivals (sizes 40–1500 bytes, gaps averaging 0.8 of a serialisation time, so
+    /// the queue fills, drains and overflows) offered to both, with the served bottleneck
+    /// drained just before each arrival: the same packets dropped, the same departure times.
     fn agree(limit: Limit, seed: u64) {
         let rate = Rate(12_000_000);
         let mut fifo = ScheduledFifo::new(rate, limit);

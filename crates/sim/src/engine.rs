@@ -650,14 +650,12 @@ impl Sim {
         let link = match &mut self.link {
             Forward::Served(link) => link,
             Forward::Scheduled(fifo) => {
-                match fifo.offer(self.now, p.wire_size()) {
-                    Some(departure) => {
-                        p.dequeued = departure;
-                        if let Some(exit) = self.data_pipes[self.prop as usize].push(departure, p) {
-                            self.schedule(exit, Ev::DataPipe(self.prop));
-                        }
-                    }
-                    None => p.emit(&mut self.sinks, NEVER, Fate::DropQueue),
+                let Some(departure) = fifo.offer(self.now, p.wire_size()) else {
+                    return p.emit(&mut self.sinks, NEVER, Fate::DropQueue);
+                };
+                p.dequeued = departure;
+                if let Some(exit) = self.data_pipes[self.prop as usize].push(departure, p) {
+                    self.schedule(exit, Ev::DataPipe(self.prop));
                 }
                 return;
             }
