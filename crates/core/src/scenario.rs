@@ -280,7 +280,9 @@ pub struct FlowSpec {
     /// The receiver delays ACKs as Linux does (crates/transport's receiver): quick ACKs for the
     /// first 16 packets and after a long silence, then an ACK per two full-sized segments or
     /// when the delayed-ACK timer (ATO, 40 ms and adapting) fires; out-of-order data, hole fills
-    /// and duplicates at once, and a duplicate restores the quick ACKs. Default true; false acknowledges every packet at once.
+    /// and duplicates at once (out-of-order data compressed as `[transport] sack_compression`
+    /// says), and a duplicate restores the quick ACKs. Default true; false acknowledges every
+    /// packet at once.
     #[serde(default = "yes")]
     pub delayed_ack: bool,
     #[serde(default = "default_min_rto")]

@@ -105,6 +105,7 @@ const KEYS: &[&str] = &[
     "rmem_max",
     "push_ack",
     "read_interval",
+    "sack_compression",
     "jitter",
 ];
 

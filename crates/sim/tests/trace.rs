@@ -98,14 +98,18 @@ fn samples_are_at_most_one_per_flow_and_interval() {
         assert!(t.len() <= 600, "flow {f}: {} samples", t.len());
         assert!(t.len() > 300, "flow {f}: only {} samples in 6 s", t.len());
     }
-    // Every ACK: one row per ACK the senders processed, far more than one per interval.
+    // Every ACK: one row per ACK the senders processed, far more than one per interval. Linux
+    // acknowledges every second segment in order and compresses the ACKs of out-of-order data
+    // (up to 44 per ACK, sack_compression), so each of a sender's recoveries drops the ratio
+    // below one half, but not far below it.
     let acks = out.metrics.flows.iter().map(|f| f.packets_delivered).sum::<u64>();
     assert!(
-        every_ack.len() as u64 > acks / 2 && every_ack.len() as u64 <= acks,
+        every_ack.len() as u64 > acks / 3 && every_ack.len() as u64 <= acks,
         "{} rows, {acks} packets",
         every_ack.len()
     );
-    assert!(every_ack.len() > 10 * trace.len());
+    // ~1400 segments a second per flow, about one ACK per two: ~7 ACKs per 10 ms interval.
+    assert!(every_ack.len() > 5 * trace.len(), "{} ACK rows, {} samples", every_ack.len(), trace.len());
 }
 
 #[test]

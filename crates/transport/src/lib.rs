@@ -10,7 +10,8 @@
 //! retransmission timer with backoff and spurious-timeout undo (F-RTO), recovery epochs, the
 //! delivery-rate sampler, the packet-timed round counter, cwnd-limited tracking and pacing,
 //! Linux's PRR during fast recovery (`prr`) and its tail-loss probes;
-//! and the opening handshake, whose SYN/SYN-ACK sample seeds the RTT state (`handshake`).
+//! and the opening handshake, whose SYN/SYN-ACK sample seeds the RTT state (`handshake`). The
+//! receiver is Linux's: delayed ACKs with quick-ACK mode and SACK compression (`sack`).
 //!
 //! Must not import: the engines (`cclab-engine`, `cclab-sim`, `cclab-emu`) or the bindings;
 //! only `cclab-core` and `cclab-cc`.
@@ -20,6 +21,7 @@ mod prr;
 mod push;
 mod receiver;
 mod rtt;
+mod sack;
 mod sender;
 
 pub use handshake::SYN_BYTES;

@@ -1,3 +1,4 @@
+use crate::sack::SackCompression;
 use crate::{AckFrame, DataPacket, FeedbackSlot, IdRange, ACK_RANGES};
 use cclab_cc::agent::{ReceivedPacket, ReceiverAgent};
 use cclab_cc::Time;
@@ -21,8 +22,9 @@ const RTO_MIN: Time = 200 * MS;
 pub struct ReceiverConfig {
     /// Delay ACKs as Linux does (per-flow `delayed_ack`, default true): quick ACKs for every
     /// packet at the start, then one ACK per two full-sized segments or when the delayed-ACK
-    /// timer (ATO, from 40 ms) fires; out-of-order data and hole fills at once. False: every
-    /// data packet is acknowledged at once (for analytic tests).
+    /// timer (ATO, from 40 ms) fires; out-of-order data and hole fills at once, compressed
+    /// as `sack_compression` says. False: every data packet is acknowledged at once (for
+    /// analytic tests).
     pub delayed_ack: bool,
     /// TCP_ATO_MIN; only tests change it.
     pub ato_min: Time,
@@ -32,11 +34,20 @@ pub struct ReceiverConfig {
     /// The application reads at every multiple of this on the run's clock; 0: at each
     /// arrival (`[transport] read_interval`).
     pub read_interval: Time,
+    /// Compress the ACKs of out-of-order data as Linux does (`[transport] sack_compression`;
+    /// crate::sack). Only with `delayed_ack`.
+    pub sack_compression: bool,
 }
 
 impl Default for ReceiverConfig {
     fn default() -> Self {
-        ReceiverConfig { delayed_ack: true, ato_min: ATO_MIN, push_ack: true, read_interval: 20 * MS }
+        ReceiverConfig {
+            delayed_ack: true,
+            ato_min: ATO_MIN,
+            push_ack: true,
+            read_interval: 20 * MS,
+            sack_compression: true,
+        }
     }
 }
 
@@ -48,6 +59,7 @@ impl ReceiverConfig {
             delayed_ack: spec.delayed_ack,
             push_ack: transport.push_ack,
             read_interval: transport.read_interval.ns(),
+            sack_compression: transport.sack_compression,
             ..Default::default()
         }
     }
@@ -147,8 +159,11 @@ pub struct Receiver {
     holes_above: VecDeque<(u64, u64)>,
     unacked: u32,
     delack: DelAck,
-    /// When `on_timeout` must run: the delayed-ACK deadline (`delack.deadline`) or, with an
-    /// agent, the earlier of that and the agent's timer.
+    /// When out-of-order data is acknowledged (SACK compression).
+    sack: SackCompression,
+    /// When `on_timeout` must run: the earliest of the delayed-ACK deadline, the application's
+    /// read and the compression timer ([`Receiver::ack_timer`]) or, with an agent, the earlier
+    /// of that and the agent's timer.
     ack_deadline: Option<Time>,
     last_owd: Time,
     /// The scheme's receiver-side agent (Sprout), if it has one. Everything about it runs on
@@ -169,6 +184,7 @@ impl Receiver {
             holes_above: VecDeque::new(),
             unacked: 0,
             delack: DelAck { rcv_mss: MSS_DEFAULT, ..Default::default() },
+            sack: SackCompression::new(cfg.delayed_ack && cfg.sack_compression),
             ack_deadline: None,
             last_owd: 0,
             agent: None,
@@ -209,7 +225,7 @@ impl Receiver {
         self.packets_received += 1;
         self.bytes_received += pkt.len as u64;
         self.last_owd = now.saturating_sub(pkt.sent);
-        let gap = self.record_id(pkt.id);
+        let end = pkt.offset + pkt.len as u64;
         // Data starting below the cumulative point: a retransmission of what arrived already,
         // in whole or in part (tcp_data_queue: "A retransmit, 2nd most common case. Force an
         // immediate ack." and "Partial packet", both tcp_enter_quickack_mode).
@@ -218,31 +234,39 @@ impl Receiver {
         // tcp_data_queue hands to tcp_event_data_recv (its queue_and_out path, hole fills
         // included); out-of-order segments go to tcp_data_queue_ofo, duplicates to
         // out_of_window, and neither touches the delayed-ACK engine's clock (lrcvtime) or ATO.
-        let in_order = pkt.offset <= self.stream_cum && pkt.offset + (pkt.len as u64) > self.stream_cum;
-        let filled_hole = self.record_stream(pkt.offset, pkt.offset + pkt.len as u64);
+        let in_order = pkt.offset <= self.stream_cum && end > self.stream_cum;
+        let had_holes = !self.holes_above.is_empty();
+        // tcp_data_queue_ofo → tcp_sack_new_ofo_skb: a segment in an older SACK block sends
+        // the compressed ACK first, without this segment in it.
+        let flushed = (pkt.offset > self.stream_cum && self.sack.out_of_order(pkt.offset, end, !had_holes))
+            .then(|| self.any_ack(now));
+        self.record_id(pkt.id);
+        self.record_stream(pkt.offset, end);
+        if in_order && had_holes {
+            self.sack.delivered(self.stream_cum);
+        }
         self.unacked += 1;
-        // Out-of-order arrivals, hole fills and duplicates, and anything that arrives while the
-        // out-of-order queue holds data, are acknowledged at once, so the sender sees the loss
-        // (or the repair) without waiting for the timer (tcp_data_queue: ICSK_ACK_NOW when a
-        // hole fills, tcp_enter_quickack_mode on a duplicate; __tcp_ack_snd_check sends the
-        // first dupacks of each rcv_nxt at once).
-        let urgent = gap || filled_hole || !self.holes_above.is_empty();
         if old_data && self.cfg.delayed_ack {
             self.delack.enter_quickack(self.cfg.ato_min);
         }
+        // tcp_data_queue: "RFC5681. 4.2. SHOULD send immediate ACK, when gap in queue is
+        // filled" — ICSK_ACK_NOW once in-order data empties the out-of-order queue.
+        let gap_filled = in_order && had_holes && self.holes_above.is_empty();
         if self.agent.is_some() {
-            return self.on_data_with_agent(now, pkt, urgent, in_order);
+            return self.on_data_with_agent(now, pkt, gap_filled, in_order).or(flushed);
         }
-        if self.ack_due(now, pkt, urgent, in_order) {
+        if self.ack_due(now, pkt, gap_filled, in_order) {
+            debug_assert!(flushed.is_none(), "a flush leaves the segment compressed");
             return Some(self.make_ack());
         }
-        self.ack_deadline = self.delack.next();
-        None
+        self.ack_deadline = self.ack_timer();
+        flushed
     }
 
     /// Linux's choice for one data packet (tcp_event_data_recv, then __tcp_ack_snd_check):
-    /// true to acknowledge now; false arms the delayed-ACK timer (`delack.deadline`).
-    fn ack_due(&mut self, now: Time, pkt: &DataPacket, urgent: bool, in_order: bool) -> bool {
+    /// true to acknowledge now; false arms the delayed-ACK timer (`delack.deadline`) or, with
+    /// out-of-order data queued, the compression timer.
+    fn ack_due(&mut self, now: Time, pkt: &DataPacket, gap_filled: bool, in_order: bool) -> bool {
         if !self.cfg.delayed_ack {
             return true;
         }
@@ -255,15 +279,18 @@ impl Receiver {
         }
         // "More than one full frame received", "We ACK each frame" (quick-ACK mode), or a
         // one-time immediate ACK.
-        if urgent || d.quick > 0 || self.stream_cum - d.rcv_wup > d.rcv_mss {
+        if gap_filled || d.quick > 0 || self.stream_cum - d.rcv_wup > d.rcv_mss {
             return true;
+        }
+        if !self.holes_above.is_empty() {
+            return self.sack.ack_now(now, self.stream_cum, d.srtt);
         }
         // tcp_measure_rcv_mss (net/ipv4/tcp_input.c, since 6.6): "If the skb has a len of
         // exactly 1*MSS and has the PSH bit set then it is likely the end of an application
         // write. [...] So we set ICSK_ACK_PUSHED here so that tcp_cleanup_rbuf() will send an
         // ACK immediately if the app reads all of the data" (len ≥ rcv_mss: data_recv has
         // just raised rcv_mss to any longer segment). In-order data only, as here: anything
-        // out of order was `urgent`.
+        // out of order was answered above.
         if self.cfg.push_ack && pkt.push && len >= d.rcv_mss {
             d.pushed = true;
         }
@@ -292,6 +319,19 @@ impl Receiver {
         self.ack_deadline
     }
 
+    /// When an ACK is due without further data: the delayed-ACK timer, the application's
+    /// read or the compression timer, whichever comes first.
+    fn ack_timer(&self) -> Option<Time> {
+        earlier(self.delack.next(), self.sack.deadline)
+    }
+
+    /// Whether the ATO grows when the ACK due at `now` goes (tcp_delack_timer_handler's
+    /// "Delayed ACK missed"): not for a compressed ACK (tcp_compressed_ack_kick) nor for the
+    /// application's read.
+    fn delack_missed(&self, now: Time) -> bool {
+        self.sack.deadline.is_none_or(|t| t > now) && !self.on_read(now)
+    }
+
     /// tcp_delack_timer_handler: "Delayed ACK missed: inflate ATO" (doubled, at most the RTO).
     fn delack_fired(&mut self) {
         let d = &mut self.delack;
@@ -305,7 +345,7 @@ impl Receiver {
         }
         match self.ack_deadline {
             Some(t) if t <= now && self.unacked > 0 => {
-                if !self.on_read(now) {
+                if self.delack_missed(now) {
                     self.delack_fired();
                 }
                 Some(self.make_ack())
@@ -334,6 +374,7 @@ impl Receiver {
         d.pushed = false;
         d.read_at = None;
         d.rcv_wup = self.stream_cum;
+        self.sack.ack_sent();
         // tcp_dec_quickack_mode: each ACK uses a quick ACK; the last one resets the ATO.
         if d.quick > 0 {
             d.quick -= 1;
@@ -354,11 +395,17 @@ impl Receiver {
     /// packet first.
     #[cold]
     #[inline(never)]
-    fn on_data_with_agent(&mut self, now: Time, pkt: &DataPacket, urgent: bool, in_order: bool) -> Option<AckFrame> {
+    fn on_data_with_agent(
+        &mut self,
+        now: Time,
+        pkt: &DataPacket,
+        gap_filled: bool,
+        in_order: bool,
+    ) -> Option<AckFrame> {
         if let Some(agent) = self.agent.as_mut() {
             agent.on_data(now, &ReceivedPacket { id: pkt.id, bytes: pkt.len as u64, sent: pkt.sent });
         }
-        let ack = if self.ack_due(now, pkt, urgent, in_order) { Some(self.agent_ack(now)) } else { None };
+        let ack = if self.ack_due(now, pkt, gap_filled, in_order) { Some(self.agent_ack(now)) } else { None };
         self.merge_deadlines();
         ack
     }
@@ -372,13 +419,22 @@ impl Receiver {
             Some(agent) if agent.next_timer().is_some_and(|t| t <= now) => agent.on_timer(now),
             _ => false,
         };
-        let delack_due = self.delack.next().is_some_and(|t| t <= now) && self.unacked > 0;
-        if delack_due && !self.on_read(now) {
+        let delack_due = self.ack_timer().is_some_and(|t| t <= now) && self.unacked > 0;
+        if delack_due && self.delack_missed(now) {
             self.delack_fired();
         }
         let ack = (delack_due || agent_wants_ack).then(|| self.agent_ack(now));
         self.merge_deadlines();
         ack
+    }
+
+    /// An ACK to send now, with the agent's feedback when there is an agent.
+    fn any_ack(&mut self, now: Time) -> AckFrame {
+        if self.agent.is_some() {
+            self.agent_ack(now)
+        } else {
+            self.make_ack()
+        }
     }
 
     /// An ACK carrying the agent's feedback.
@@ -391,52 +447,41 @@ impl Receiver {
     /// `ack_deadline` = the earlier of the delayed-ACK deadline and the agent's timer.
     fn merge_deadlines(&mut self) {
         let agent_timer = self.agent.as_ref().and_then(|agent| agent.next_timer());
-        self.ack_deadline = earlier(self.delack.next(), agent_timer);
+        self.ack_deadline = earlier(self.ack_timer(), agent_timer);
     }
 
-    /// Returns true when the id leaves a gap (a packet was lost or reordered before it).
-    fn record_id(&mut self, id: u64) -> bool {
+    /// Adds a packet id to the ranges the ACKs report.
+    fn record_id(&mut self, id: u64) {
         match self.ids.last_mut() {
-            Some(r) if r.1 == id => {
-                r.1 += 1;
-                false
-            }
+            Some(r) if r.1 == id => r.1 += 1,
             Some(r) if id < r.1 => {
                 // Reordered: rare on FIFO paths; merge into an older range if adjacent.
-                for r in self.ids.iter_mut() {
+                if let Some(r) = self.ids.iter_mut().find(|r| r.0 == id + 1 || r.1 == id) {
                     if r.0 == id + 1 {
                         r.0 = id;
-                        return true;
-                    }
-                    if r.1 == id {
+                    } else {
                         r.1 += 1;
-                        return true;
                     }
                 }
-                true
             }
-            last => {
-                let gap = last.is_some() || id > 0;
+            _ => {
                 self.ids.push((id, id + 1));
                 if self.ids.len() > ACK_RANGES {
                     self.ids.remove(0);
                 }
-                gap
             }
         }
     }
 
-    /// Returns true when the bytes filled (part of) a hole below the highest byte received.
-    fn record_stream(&mut self, start: u64, end: u64) -> bool {
+    /// Adds the stream bytes [start, end): the cumulative point, or the out-of-order ranges.
+    fn record_stream(&mut self, start: u64, end: u64) {
         if end <= self.stream_cum {
-            return true;
+            return;
         }
         if start <= self.stream_cum && self.holes_above.is_empty() {
             self.stream_cum = end;
-            return false;
+            return;
         }
-        let highest = self.holes_above.back().map_or(self.stream_cum, |r| r.1);
-        let filled = start < highest;
         // Insert [start, end) into the sorted, disjoint out-of-order ranges, then advance the
         // cumulative point over whatever became contiguous.
         // A deque, merged in place: after a burst of losses a flow holds many ranges, and the
@@ -464,7 +509,6 @@ impl Receiver {
             self.stream_cum = self.stream_cum.max(e);
             h.pop_front();
         }
-        filled
     }
 }
 
@@ -591,7 +635,8 @@ mod tests {
     fn out_of_order_data_and_hole_fills_are_acked_at_once() {
         // RFC 5681 §4.2: "an immediate ACK SHOULD be generated when an out-of-order segment
         // arrives" and "when the incoming segment fills in all or part of a gap"; Linux sends
-        // while its out-of-order queue holds data (tcp_data_queue_ofo, __tcp_ack_snd_check).
+        // the first three for each rcv_nxt at once (__tcp_ack_snd_check), and ICSK_ACK_NOW when
+        // a fill empties its out-of-order queue (tcp_data_queue).
         let (mut r, n) = past_quickack(0);
         // id n lost: ids n+1.. carry the offsets after it.
         let at = |id: u64, off: u64| pkt(id, off * 1000);
@@ -656,11 +701,13 @@ mod tests {
         r.set_handshake_rtt(20 * MS); // RTO 220 ms
         assert!(r.on_data(MS, &pkt(n, n * 1000)).is_none());
         r.on_timeout(41 * MS).expect("delayed ACK");
-        // n + 1 is lost; four later segments arrive out of order, each acknowledged at once.
+        // n + 1 is lost; four later segments arrive out of order: three acknowledged at once,
+        // the fourth after the compression timer (20 ms / 20).
         for (i, t) in [60, 120, 180, 240].into_iter().enumerate() {
             let id = n + 2 + i as u64;
-            assert!(r.on_data(t * MS, &pkt(id, id * 1000)).is_some(), "out of order at {t} ms");
+            assert_eq!(r.on_data(t * MS, &pkt(id, id * 1000)).is_some(), i < 3, "out of order at {t} ms");
         }
+        assert_eq!(r.on_timeout(241 * MS).expect("the compressed ACK").largest, n + 5);
         let fill = r.on_data(300 * MS, &DataPacket { id: n + 6, ..pkt(n + 6, (n + 1) * 1000) });
         assert_eq!(fill.expect("the hole fill, at once").stream_cum, (n + 6) * 1000);
         // 299 ms since the last in-order data (not 60 since the last arrival): quick ACKs.
@@ -683,6 +730,76 @@ mod tests {
         let t = 201 * MS + 221 * MS;
         assert!(r.on_data(t, &pkt(n + 2, (n + 2) * 1000)).is_some(), "221 ms > RTO: quick again");
         assert!(r.on_data(t + 1, &pkt(n + 3, (n + 3) * 1000)).is_some());
+    }
+
+    /// `past_quickack`, then id `n` lost: ids n+1.. carry the offsets after it, three
+    /// acknowledged at once; returns the receiver and the next id.
+    fn three_dupacks(srtt: Time) -> (Receiver, u64) {
+        let (mut r, n) = past_quickack(0);
+        r.set_handshake_rtt(srtt);
+        for id in n + 1..n + 4 {
+            assert!(r.on_data(10 * MS, &pkt(id, id * 1000)).is_some(), "dup-ACK for id {id}");
+        }
+        (r, n + 4)
+    }
+
+    #[test]
+    fn out_of_order_acks_are_compressed_after_three() {
+        // __tcp_ack_snd_check with the out-of-order queue non-empty: "if (tp->dup_ack_counter
+        // < TCP_FASTRETRANS_THRESH) { tp->dup_ack_counter++; goto send_now; }", then
+        // compressed_ack++ and the hrtimer at min(tcp_comp_sack_delay_ns, rtt/20).
+        let (mut r, id) = three_dupacks(100 * MS);
+        for i in 0..5 {
+            assert!(r.on_data(11 * MS + i, &pkt(id + i, (id + i) * 1000)).is_none(), "compressed {i}");
+        }
+        assert_eq!(r.next_timeout(), Some(12 * MS), "1 ms after the first: min(1 ms, 100 ms / 20)");
+        let a = r.on_timeout(12 * MS).expect("one ACK for all five");
+        assert_eq!((a.largest, a.stream_cum), (id + 4, 16_000));
+        assert_eq!(r.delack.ato, 40 * MS, "tcp_compressed_ack_kick leaves the ATO alone");
+        // Short RTTs shorten the timer: 10 ms / 20.
+        let (mut r, id) = three_dupacks(10 * MS);
+        assert!(r.on_data(11 * MS, &pkt(id, id * 1000)).is_none());
+        assert_eq!(r.next_timeout(), Some(11 * MS + MS / 2));
+        // The hole's fill empties the out-of-order queue: at once (ICSK_ACK_NOW), and the
+        // compressed arrival goes with it.
+        let a = r.on_data(11 * MS + 1, &pkt(id + 1, 16_000)).expect("the fill");
+        assert_eq!((a.largest, a.stream_cum), (id + 1, (id + 1) * 1000));
+        assert_eq!(r.next_timeout(), None);
+    }
+
+    #[test]
+    fn at_most_44_wait_for_one_ack() {
+        // "tp->compressed_ack >= READ_ONCE(sock_net(sk)->ipv4.sysctl_tcp_comp_sack_nr)" (44).
+        let (mut r, id) = three_dupacks(100 * MS);
+        let waited = (id..id + 60).take_while(|&i| r.on_data(11 * MS, &pkt(i, i * 1000)).is_none()).count();
+        assert_eq!(waited, 44);
+    }
+
+    #[test]
+    fn a_segment_beyond_the_two_newest_sack_blocks_sends_what_waits() {
+        // tcp_sack_new_ofo_skb: "if (this_sack >= TCP_SACK_BLOCKS_EXPECTED)
+        // tcp_sack_compress_send_ack(sk)" before the segment enters the list: the ACK that
+        // goes holds what waited, not this segment, which then waits in turn.
+        let (mut r, id) = three_dupacks(100 * MS);
+        // A second hole at id: a new block next to one (index 1): compressed, no flush.
+        assert!(r.on_data(11 * MS, &pkt(id + 1, (id + 1) * 1000)).is_none());
+        // A third hole: the new block would be the third (index 2): what waited goes now.
+        let a = r.on_data(11 * MS + 1, &pkt(id + 3, (id + 3) * 1000)).expect("the flush");
+        assert_eq!(a.largest, id + 1, "without the segment that caused it");
+        assert_eq!(r.next_timeout(), Some(12 * MS + 1), "that segment waits for its own timer");
+        // Extending the newest block again: no flush.
+        assert!(r.on_data(11 * MS + 2, &pkt(id + 4, (id + 4) * 1000)).is_none());
+        assert_eq!(r.on_timeout(12 * MS + 1).expect("the timer").largest, id + 4);
+    }
+
+    #[test]
+    fn sack_compression_off_acks_each_out_of_order_arrival() {
+        let cfg = ReceiverConfig { sack_compression: false, ..Default::default() };
+        let mut r = Receiver::new(cfg);
+        for i in 0..16 {
+            r.on_data(i, &pkt(i, i * 1000)).expect("quick ACK");
+        }
+        assert!((17..80).all(|i| r.on_data(MS + i, &pkt(i, i * 1000)).is_some()));
     }
 
     #[test]

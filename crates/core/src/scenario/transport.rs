@@ -111,6 +111,15 @@ pub struct Transport {
     /// left 0–20 ms after the segment arrived, spread evenly (README.md, "The lossy Nepal path").
     #[serde(default = "default_read_interval")]
     pub read_interval: Dur,
+    /// Compress the ACKs of out-of-order data as Linux does since 4.20 (net.ipv4.
+    /// tcp_comp_sack_nr = 44, tcp_comp_sack_delay_ns = 1 ms; __tcp_ack_snd_check): while the
+    /// out-of-order queue holds data, the first three ACKs for each cumulative point go at
+    /// once, then one ACK covers the arrivals of min(1 ms, rtt/20), at most 44, sent sooner
+    /// when a segment lands in a SACK block beyond the two most recent (crates/transport's
+    /// `sack`). Only with the flow's `delayed_ack`. Default true; false acknowledges every
+    /// out-of-order arrival at once (tcp_comp_sack_nr = 0, RFC 5681 §4.2).
+    #[serde(default = "default_true")]
+    pub sack_compression: bool,
 }
 
 /// Linux's tp->scaling_ratio for full-sized segments (in 256ths): tcp_measure_rcv_mss sets it
@@ -156,6 +165,7 @@ impl Default for Transport {
             rmem_max: default_rmem_max(),
             push_ack: true,
             read_interval: default_read_interval(),
+            sack_compression: true,
         }
     }
 }
@@ -178,10 +188,12 @@ mod tests {
         assert_eq!((s.transport.prr, s.transport.tlp, s.transport.rmem_max), (true, true, Bytes(33_554_432)));
         assert!(s.transport.rack);
         assert_eq!((s.transport.push_ack, s.transport.read_interval), (true, Dur(20_000_000)));
+        assert!(s.transport.sack_compression);
         assert_eq!(s.transport.default_rwnd(), 20 << 20, "tcp_win_from_space at scaling_ratio 160");
         let text = format!(
             "{BASE}[transport]\nhandshake = false\nrto = \"rfc6298\"\nrto_max = \"60s\"\nundo = false\ntso = false\n\
-             prr = false\ntlp = false\nrack = false\nrmem_max = \"6291456B\"\npush_ack = false\nread_interval = \"0s\"\n"
+             prr = false\ntlp = false\nrack = false\nrmem_max = \"6291456B\"\npush_ack = false\nread_interval = \"0s\"\n\
+             sack_compression = false\n"
         );
         let s = Scenario::parse(&text, "t.toml").unwrap();
         assert_eq!(
@@ -198,6 +210,7 @@ mod tests {
                 rmem_max: Bytes(6_291_456),
                 push_ack: false,
                 read_interval: Dur(0),
+                sack_compression: false,
             }
         );
     }
