@@ -14,6 +14,12 @@ const ATO_MAX: Time = 500 * MS;
 const MAX_QUICKACKS: u32 = 16;
 /// TCP_MSS_DEFAULT: rcv_mss before the first full segment (tcp_initialize_rcv_mss).
 const MSS_DEFAULT: u64 = 536;
+/// TCP_MIN_MSS: the shortest segment without PSH that tcp_measure_rcv_mss takes for an MSS.
+const MIN_MSS: u64 = 88;
+/// sizeof(struct tcphdr): the TCP header without options.
+const TCP_BASE_HEADER: u64 = 20;
+/// The TCP header of a data segment, options included (its IPv4 header is 20 bytes).
+const TCP_HEADER: u64 = crate::DATA_HEADER - 20;
 /// The receiver's own RTO before it has an RTT (TCP_TIMEOUT_INIT), and its floor (TCP_RTO_MIN).
 const RTO_INIT: Time = SEC;
 const RTO_MIN: Time = 200 * MS;
@@ -84,8 +90,12 @@ struct DelAck {
     srtt: Option<Time>,
     /// When the delayed-ACK timer fires (icsk_ack.timeout), if armed.
     deadline: Option<Time>,
-    /// ICSK_ACK_PUSHED: a full-sized segment with PSH arrived since the last ACK.
+    /// ICSK_ACK_PUSHED: a segment that looks like the end of a write arrived since the last
+    /// ACK (`measure_rcv_mss`).
     pushed: bool,
+    /// The last short segment's length, if it could be the sender's MSS
+    /// (icsk_ack.last_seg_size); 0 after any other segment.
+    last_seg_size: u64,
     /// The application's next read while a pushed segment waits for its ACK.
     read_at: Option<Time>,
 }
@@ -109,11 +119,38 @@ impl DelAck {
         self.ato = ato_min;
     }
 
-    /// tcp_event_data_recv and tcp_measure_rcv_mss, for `len` bytes arriving at `now`.
-    fn data_recv(&mut self, now: Time, len: u64, ato_min: Time) {
+    /// tcp_measure_rcv_mss (net/ipv4/tcp_input.c): the sender's MSS, and ICSK_ACK_PUSHED for a
+    /// segment that looks like the end of an application write, so that the application's
+    /// read sends the ACK (tcp_cleanup_rbuf).
+    fn measure_rcv_mss(&mut self, len: u64, push: bool, push_ack: bool) {
+        let lss = std::mem::take(&mut self.last_seg_size);
         if len >= self.rcv_mss {
             self.rcv_mss = len;
+            // Since 6.6 (commit 4720852ed9af): "If the skb has a len of exactly 1*MSS and has
+            // the PSH bit set then it is likely the end of an application write. [...] So we
+            // set ICSK_ACK_PUSHED here so that tcp_cleanup_rbuf() will send an ACK immediately
+            // if the app reads all of the data".
+            if push_ack && push {
+                self.pushed = true;
+            }
+            return;
         }
+        // A short segment ends a write, unless it is the second in a row of one length that
+        // could be an MSS (at least TCP_MSS_DEFAULT with its header, or TCP_MIN_MSS without
+        // PSH): then that is the sender's MSS after all.
+        let with_header = len + TCP_HEADER;
+        if with_header >= MSS_DEFAULT + TCP_BASE_HEADER || (with_header >= MIN_MSS + TCP_BASE_HEADER && !push) {
+            self.last_seg_size = len;
+            if len == lss {
+                self.rcv_mss = len;
+                return;
+            }
+        }
+        self.pushed = true;
+    }
+
+    /// tcp_event_data_recv's ATO update, for in-order data arriving at `now`.
+    fn data_recv(&mut self, now: Time, ato_min: Time) {
         if self.ato == 0 {
             // "The _first_ data packet received, initialize delayed ACK engine."
             self.incr_quickack();
@@ -273,9 +310,10 @@ impl Receiver {
         let len = pkt.len as u64;
         let d = &mut self.delack;
         if in_order {
+            d.measure_rcv_mss(len, pkt.push, self.cfg.push_ack);
             // So a recovery that kept in-order data away for longer than the receiver's RTO
             // ends in quick ACKs when its last hole fills ("Too long gap").
-            d.data_recv(now, len, self.cfg.ato_min);
+            d.data_recv(now, self.cfg.ato_min);
         }
         // "More than one full frame received", "We ACK each frame" (quick-ACK mode), or a
         // one-time immediate ACK.
@@ -285,15 +323,8 @@ impl Receiver {
         if !self.holes_above.is_empty() {
             return self.sack.ack_now(now, self.stream_cum, d.srtt);
         }
-        // tcp_measure_rcv_mss (net/ipv4/tcp_input.c, since 6.6): "If the skb has a len of
-        // exactly 1*MSS and has the PSH bit set then it is likely the end of an application
-        // write. [...] So we set ICSK_ACK_PUSHED here so that tcp_cleanup_rbuf() will send an
-        // ACK immediately if the app reads all of the data" (len ≥ rcv_mss: data_recv has
-        // just raised rcv_mss to any longer segment). In-order data only, as here: anything
-        // out of order was answered above.
-        if self.cfg.push_ack && pkt.push && len >= d.rcv_mss {
-            d.pushed = true;
-        }
+        // A pushed segment (in order: anything out of order was answered above) waits for the
+        // application's read.
         if d.pushed {
             let t = self.cfg.read_interval;
             if t == 0 {
@@ -591,12 +622,14 @@ mod tests {
         // hole's fill then at once as well, so no read is ever pending over a hole.
         assert!(r.on_data(31 * MS, &pushed(n + 4)).is_some());
         assert_eq!(r.next_timeout(), None);
-        // A short segment with PSH (below rcv_mss) is ICSK_ACK_PUSHED2's case, not modelled:
-        // it waits for the timer.
-        let (mut r, n) = past_quickack(0);
-        let short = DataPacket { len: 500, ..pushed(n) };
-        assert!(r.on_data(5 * MS, &short).is_none());
-        assert_eq!(r.next_timeout(), Some(45 * MS));
+        // A short segment (below rcv_mss), PSH or not, ends a write too: tcp_measure_rcv_mss's
+        // other branch sets ICSK_ACK_PUSHED (before 6.6 as well), so it goes at the read.
+        for push in [true, false] {
+            let (mut r, n) = past_quickack(0);
+            let short = DataPacket { len: 500, push, ..pkt(n, n * 1000) };
+            assert!(r.on_data(5 * MS, &short).is_none());
+            assert_eq!(r.next_timeout(), Some(20 * MS), "push {push}");
+        }
     }
 
     #[test]
@@ -620,15 +653,25 @@ mod tests {
     #[test]
     fn acks_every_second_full_segment_by_bytes_not_packets() {
         // __tcp_ack_snd_check: "(tp->rcv_nxt - tp->rcv_wup) > inet_csk(sk)->icsk_ack.rcv_mss",
-        // with rcv_mss the largest segment seen (tcp_measure_rcv_mss). Half-sized segments are
-        // acked every third: two of them are exactly one rcv_mss, not more.
+        // with rcv_mss the largest segment seen (tcp_measure_rcv_mss). Short segments of
+        // changing lengths: two of them are not more than one rcv_mss, so a third is needed ...
         let (mut r, n) = past_quickack(0);
-        let small =
-            |id: u64, off: u64| DataPacket { id, offset: off, len: 500, sent: 0, retransmission: false, push: false };
+        let seg = |id: u64, off: u64, len: u32| DataPacket { len, ..pkt(id, off) };
         let off = n * 1000;
-        assert!(r.on_data(10, &small(n, off)).is_none());
-        assert!(r.on_data(11, &small(n + 1, off + 500)).is_none(), "1000 bytes = one rcv_mss");
-        assert!(r.on_data(12, &small(n + 2, off + 1000)).is_some(), "1500 > rcv_mss");
+        assert!(r.on_data(10, &seg(n, off, 500)).is_none());
+        assert!(r.on_data(11, &seg(n + 1, off + 500, 400)).is_none(), "900 bytes < one rcv_mss");
+        assert!(r.on_data(12, &seg(n + 2, off + 900, 300)).is_some(), "1200 bytes > one rcv_mss");
+        // ... unless they repeat one length: "if (len == lss) { icsk->icsk_ack.rcv_mss = len;" —
+        // the second 600-byte segment in a row makes 600 the MSS, and 1200 bytes are two.
+        let (mut r, n) = past_quickack(0);
+        assert!(r.on_data(10, &seg(n, off, 600)).is_none());
+        assert!(r.on_data(11, &seg(n + 1, off + 600, 600)).is_some(), "1200 > rcv_mss = 600");
+        // Below TCP_MSS_DEFAULT with its header, a length that repeats with PSH is still no MSS.
+        let (mut r, n) = past_quickack(0);
+        let pushed = |id: u64, off: u64| DataPacket { push: true, ..seg(id, off, 400) };
+        assert!(r.on_data(10, &pushed(n, off)).is_none());
+        assert!(r.on_data(11, &pushed(n + 1, off + 400)).is_none(), "800 bytes, rcv_mss still 1000");
+        assert_eq!(r.delack.rcv_mss, 1000);
     }
 
     #[test]

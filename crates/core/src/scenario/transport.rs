@@ -100,7 +100,9 @@ pub struct Transport {
     /// a bulk application that writes whatever each ACK frees: at the end of each write
     /// (tcp_push), on the last segment of the 2-segment skb holding the write's last byte
     /// (crates/transport's `push`). Only with the flow's `delayed_ack`. Default true; false
-    /// ignores PSH (an ACK per two segments or at the timer, as before 6.6).
+    /// ignores PSH (an ACK per two segments or at the timer, as before 6.6). A segment shorter
+    /// than the sender's MSS waits for the read either way: Linux has always taken it for the
+    /// end of a write, PSH or not, unless a second of its length makes that the MSS.
     #[serde(default = "default_true")]
     pub push_ack: bool,
     /// How often the receiving application reads, for `push_ack`: every `read_interval` of
