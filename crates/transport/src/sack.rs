@@ -1,5 +1,6 @@
-//! When Linux's receiver acknowledges out-of-order data: SACK compression (since 4.20, commit
-//! 5d9f4262b7ea, "tcp: add SACK compression"; after three dup-ACKs since 5.0, 86de5921a3d5;
+//! When Linux's receiver acknowledges out-of-order data: SACK compression (since 4.18, commit
+//! 5d9f4262b7ea, "tcp: add SACK compression"; after three dup-ACKs since 86de5921a3d5, "tcp:
+//! defer SACK compression after DupThresh"; the two-block flush since 5.8;
 //! net/ipv4/tcp_input.c, __tcp_ack_snd_check and tcp_sack_new_ofo_skb).
 //!
 //! While the out-of-order queue holds data, the first three ACKs for each rcv_nxt go at once

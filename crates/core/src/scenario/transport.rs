@@ -113,7 +113,7 @@ pub struct Transport {
     /// left 0–20 ms after the segment arrived, spread evenly (README.md, "The lossy Nepal path").
     #[serde(default = "default_read_interval")]
     pub read_interval: Dur,
-    /// Compress the ACKs of out-of-order data as Linux does since 4.20 (net.ipv4.
+    /// Compress the ACKs of out-of-order data as Linux does since 4.18 (net.ipv4.
     /// tcp_comp_sack_nr = 44, tcp_comp_sack_delay_ns = 1 ms; __tcp_ack_snd_check): while the
     /// out-of-order queue holds data, the first three ACKs for each cumulative point go at
     /// once, then one ACK covers the arrivals of min(1 ms, rtt/20), at most 44, sent sooner
