@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
-pub use transport::{RtoModel, Transport};
+pub use transport::{RecoveryModel, RtoModel, Transport};
 pub use workload::Requests;
 
 pub mod presets;

@@ -103,6 +103,7 @@ const KEYS: &[&str] = &[
     "prr",
     "tlp",
     "rmem_max",
+    "recovery",
     "push_ack",
     "read_interval",
     "sack_compression",

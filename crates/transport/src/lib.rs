@@ -7,10 +7,10 @@
 //! ids it holds (SACK blocks). The sender owns everything a controller should not: RTT
 //! estimation and the RTO (Linux's tcp_rtt_estimator by default, RFC 6298 on request), loss
 //! detection by packet threshold (dupthresh 3) and time threshold (RACK's 9/8·RTT), the
-//! retransmission timer with backoff and spurious-timeout undo (F-RTO), recovery epochs, the
-//! delivery-rate sampler, the packet-timed round counter, cwnd-limited tracking and pacing,
-//! Linux's PRR during fast recovery (`prr`) and its tail-loss probes;
-//! and the opening handshake, whose SYN/SYN-ACK sample seeds the RTT state (`handshake`). The
+//! retransmission timer with backoff and spurious-timeout undo (F-RTO), recovery episodes
+//! (Linux's or RFC 9002's, `recovery`), the delivery-rate sampler, the packet-timed round
+//! counter, cwnd-limited tracking and pacing, Linux's PRR during fast recovery (`prr`) and its
+//! tail-loss probes; and the opening handshake, whose SYN/SYN-ACK sample seeds the RTT state (`handshake`). The
 //! receiver is Linux's: delayed ACKs with quick-ACK mode and SACK compression (`sack`).
 //!
 //! Must not import: the engines (`cclab-engine`, `cclab-sim`, `cclab-emu`) or the bindings;

@@ -8,7 +8,7 @@ use cclab_cc::{
     RateSample, Rng, SentPacket, Time, GSO_MAX_SIZE,
 };
 use cclab_core::metrics::LossGaps;
-use cclab_core::scenario::{FlowSpec, Pacing, RtoModel, Transport};
+use cclab_core::scenario::{FlowSpec, Pacing, RecoveryModel, RtoModel, Transport};
 use cclab_core::time::SEC;
 use std::collections::VecDeque;
 
@@ -57,6 +57,9 @@ pub struct SenderConfig {
     /// (`[transport] rack`; [`Sender::detect_losses`]); false, and for the other schemes:
     /// RFC 9002's packet and time thresholds.
     pub rack: bool,
+    /// Recovery episodes for the same controllers as `rack` (`[transport] recovery`);
+    /// RFC 9002's for the other schemes ([`Sender::linux_episodes`]).
+    pub recovery: RecoveryModel,
     /// Set PSH where Linux's sender does for the receiver's `push_ack` ([`crate::push`]).
     pub push: bool,
 }
@@ -76,6 +79,7 @@ impl Default for SenderConfig {
             prr: true,
             tlp: true,
             rack: true,
+            recovery: RecoveryModel::Linux,
             push: true,
         }
     }
@@ -98,6 +102,7 @@ impl SenderConfig {
             prr: transport.prr,
             tlp: transport.tlp,
             rack: transport.rack,
+            recovery: transport.recovery,
             push: transport.push_ack && spec.delayed_ack,
         }
     }
@@ -230,6 +235,9 @@ pub struct Sender {
     ca_state: CaState,
     recovery_start: Option<Time>,
     recovery_end_id: u64,
+    /// snd_nxt when the episode began (tp->high_seq): a Linux episode ends once the cumulative
+    /// ACK reaches it.
+    high_seq: u64,
     /// PRR's window while a fast recovery reduces the controller's (Some only in Recovery).
     prr: Option<Prr>,
     /// The highest cumulative ACK seen (stream bytes), to tell when it advances.
@@ -304,6 +312,7 @@ impl Sender {
             ca_state: CaState::Open,
             recovery_start: None,
             recovery_end_id: 0,
+            high_seq: 0,
             prr: None,
             snd_una: 0,
             rto_deadline: None,
@@ -772,6 +781,11 @@ impl Sender {
             }
         }
         let Some((newest_id, newest_pkt)) = newest else {
+            // Only the cumulative point moved (data resent below the largest id acked): that
+            // alone may end a Linux episode.
+            if una_advanced && self.linux_episodes() {
+                self.end_episode_if_over(now, 0);
+            }
             return;
         };
         self.largest_acked = Some(prior_largest.map_or(newest_id, |l| l.max(newest_id)));
@@ -829,15 +843,7 @@ impl Sender {
 
         self.detect_losses(now);
 
-        // Recovery ends once a packet sent after it began is acked.
-        if self.ca_state != CaState::Open && newest_id >= self.recovery_end_id {
-            self.ca_state = CaState::Open;
-            self.undo_end = None;
-            // tcp_end_cwnd_reduction: the controller's window (its ssthresh) governs again.
-            self.prr = None;
-            let mss = self.cfg.mss;
-            self.cc.on_recovery_exit(now, &mut CcContext { mss, rng: &mut self.rng });
-        }
+        self.end_episode_if_over(now, newest_id);
 
         let cwnd_limited = self.cwnd_limited();
         let newly_lost_bytes = self.lost_buf.iter().map(|l| l.bytes).sum();
@@ -1091,6 +1097,30 @@ impl Sender {
         self.tlp_twins.is_some_and(|t| t.acked && id == t.probe)
     }
 
+    /// Linux's episodes (tcp_fastretrans_alert) for the schemes that model a Linux module:
+    /// one lasts until the cumulative ACK reaches snd_nxt as it was when it began, and no
+    /// loss starts another before that.
+    fn linux_episodes(&self) -> bool {
+        self.cfg.recovery == RecoveryModel::Linux && self.cc.uses_rack()
+    }
+
+    /// Ends the recovery episode if this ACK ends it: RFC 9002's rule, a packet sent after it
+    /// began acknowledged (`newest_id` the newest this ACK acknowledged); Linux's,
+    /// "!before(tp->snd_una, tp->high_seq)".
+    fn end_episode_if_over(&mut self, now: Time, newest_id: u64) {
+        let over =
+            if self.linux_episodes() { self.snd_una >= self.high_seq } else { newest_id >= self.recovery_end_id };
+        if self.ca_state == CaState::Open || !over {
+            return;
+        }
+        self.ca_state = CaState::Open;
+        self.undo_end = None;
+        // tcp_end_cwnd_reduction: the controller's window (its ssthresh) governs again.
+        self.prr = None;
+        let mss = self.cfg.mss;
+        self.cc.on_recovery_exit(now, &mut CcContext { mss, rng: &mut self.rng });
+    }
+
     /// One congestion event per recovery epoch: only a loss of a packet sent after the
     /// current epoch began starts a new one (reference §0.3).
     fn report_congestion(&mut self, now: Time, lost: &[LostPacket], prior_in_flight: u64) {
@@ -1099,8 +1129,12 @@ impl Sender {
         if self.recovery_start.is_some_and(|s| newest_lost <= s) {
             return;
         }
+        if self.linux_episodes() && self.ca_state != CaState::Open {
+            return;
+        }
         self.recovery_start = Some(now);
         self.recovery_end_id = self.next_id;
+        self.high_seq = self.next_offset;
         if self.ca_state == CaState::Open {
             self.ca_state = CaState::Recovery;
         }
@@ -1240,6 +1274,7 @@ impl Sender {
         self.probe_due = false;
         self.recovery_start = Some(now);
         self.recovery_end_id = self.next_id;
+        self.high_seq = self.next_offset;
         let ctx_mss = self.cfg.mss;
         self.cc.on_rto(now, &mut CcContext { mss: ctx_mss, rng: &mut self.rng });
         self.next_send_time = now;

@@ -4,7 +4,8 @@
 //! kept to measure what a detail changes. Kernel flows in the emulator (`kernel:<cc>`) ignore
 //! this section: they are Linux.
 //!
-//! Sender-side keys: `handshake`, `rto`, `rto_max`, `undo`, `tso`, `prr`, `tlp`, `rmem_max`. (The receiver's keys live in their own group.)
+//! Sender-side keys: `handshake`, `rto`, `rto_max`, `undo`, `tso`, `prr`, `tlp`, `rack`,
+//! `recovery`, `rmem_max`. (The receiver's keys live in their own group.)
 
 use crate::units::{Bytes, Dur};
 use serde::{Deserialize, Serialize};
@@ -20,6 +21,20 @@ pub enum RtoModel {
     Linux,
     /// RFC 6298 §2: rto = max(srtt + max(G, 4·rttvar), rto_min), with G = 1 ms.
     Rfc6298,
+}
+
+/// How a loss-recovery episode (one congestion event) begins and ends.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RecoveryModel {
+    /// Linux (net/ipv4/tcp_input.c, tcp_enter_recovery and tcp_fastretrans_alert): an episode
+    /// records snd_nxt (tp->high_seq) and lasts until the cumulative ACK reaches it; no loss
+    /// starts another while it lasts.
+    #[default]
+    Linux,
+    /// RFC 9002 §7.3.2: an episode ends when a packet sent after it began is acknowledged; a
+    /// loss of such a packet starts the next.
+    Rfc9002,
 }
 
 /// Scenario-wide transport options (`[transport]`); every key is optional.
@@ -85,6 +100,13 @@ pub struct Transport {
     /// 9/8·max(srtt, latest RTT) since it was sent), as QUIC stacks do.
     #[serde(default = "default_true")]
     pub rack: bool,
+    /// Recovery episodes, for the same schemes as `rack`: "linux" (default) or "rfc9002" (what
+    /// the other schemes always use). Each episode is one congestion event, one cut of the
+    /// window; Linux's last until every byte sent before them is acknowledged, RFC 9002's
+    /// until any packet sent after them is, so under persistent loss Linux cuts less often and
+    /// BBR leaves its packet conservation less often.
+    #[serde(default)]
+    pub recovery: RecoveryModel,
     /// The receive buffer's autotuning ceiling, Linux's net.ipv4.tcp_rmem[2]: 32 MiB since
     /// 6.16 (6 MiB, 6291456, before). A flow without `rwnd` advertises at most
     /// [`SCALING_RATIO`]/256 of it (tcp_win_from_space), so its flight never exceeds that.
@@ -164,6 +186,7 @@ impl Default for Transport {
             prr: true,
             tlp: true,
             rack: true,
+            recovery: RecoveryModel::Linux,
             rmem_max: default_rmem_max(),
             push_ack: true,
             read_interval: default_read_interval(),
@@ -174,7 +197,7 @@ impl Default for Transport {
 
 #[cfg(test)]
 mod tests {
-    use crate::scenario::{RtoModel, Scenario, Transport};
+    use crate::scenario::{RecoveryModel, RtoModel, Scenario, Transport};
     use crate::units::{Bytes, Dur};
 
     const BASE: &str = "[link]\nrate = \"12Mbps\"\n[[flows]]\nscheme = \"cubic\"\n";
@@ -189,12 +212,13 @@ mod tests {
         );
         assert_eq!((s.transport.prr, s.transport.tlp, s.transport.rmem_max), (true, true, Bytes(33_554_432)));
         assert!(s.transport.rack);
+        assert_eq!(s.transport.recovery, RecoveryModel::Linux);
         assert_eq!((s.transport.push_ack, s.transport.read_interval), (true, Dur(20_000_000)));
         assert!(s.transport.sack_compression);
         assert_eq!(s.transport.default_rwnd(), 20 << 20, "tcp_win_from_space at scaling_ratio 160");
         let text = format!(
             "{BASE}[transport]\nhandshake = false\nrto = \"rfc6298\"\nrto_max = \"60s\"\nundo = false\ntso = false\n\
-             prr = false\ntlp = false\nrack = false\nrmem_max = \"6291456B\"\npush_ack = false\nread_interval = \"0s\"\n\
+             prr = false\ntlp = false\nrack = false\nrecovery = \"rfc9002\"\nrmem_max = \"6291456B\"\npush_ack = false\nread_interval = \"0s\"\n\
              sack_compression = false\n"
         );
         let s = Scenario::parse(&text, "t.toml").unwrap();
@@ -209,6 +233,7 @@ mod tests {
                 prr: false,
                 tlp: false,
                 rack: false,
+                recovery: RecoveryModel::Rfc9002,
                 rmem_max: Bytes(6_291_456),
                 push_ack: false,
                 read_interval: Dur(0),

@@ -157,7 +157,12 @@ impl Harness {
 
     /// An ACK of the given id ranges `[start, end)`, newest first, as the receiver builds them.
     fn ack(&mut self, now: Time, ranges: &[(u64, u64)]) {
-        let mut f = AckFrame { largest: ranges[0].1 - 1, ..Default::default() };
+        self.ack_cum(now, 0, ranges);
+    }
+
+    /// As `ack`, with the cumulative ACK at `cum` segments.
+    fn ack_cum(&mut self, now: Time, cum: u64, ranges: &[(u64, u64)]) {
+        let mut f = AckFrame { largest: ranges[0].1 - 1, stream_cum: cum * MSS, ..Default::default() };
         for (i, r) in ranges.iter().enumerate() {
             f.ranges[i] = *r;
         }
@@ -469,6 +474,41 @@ fn one_congestion_event_per_recovery_epoch() {
     // Gaps 0, 0, 0, 12 ms: μ = 3 ms, σ = √27 ms; B = (√27 − 3)/(√27 + 3).
     let b = (27f64.sqrt() - 3.0) / (27f64.sqrt() + 3.0);
     assert!((h.s.stats.loss_gaps.burstiness() - b).abs() < 1e-12);
+}
+
+#[test]
+fn a_linux_episode_lasts_until_the_cumulative_ack_reaches_high_seq() {
+    // tcp_enter_recovery: "tp->high_seq = tp->snd_nxt"; tcp_fastretrans_alert: Recovery ends
+    // only when "!before(tp->snd_una, tp->high_seq)", and while it lasts no further loss
+    // enters it again (no second reduction), whenever the lost packet was sent.
+    // Segments 0 and 5 lost of ten; the episode records snd_nxt = 10 segments.
+    let lose_two = |h: &mut Harness| {
+        h.send(0, 10);
+        h.ack_cum(10 * MS, 0, &[(6, 10), (1, 5)]);
+        assert_eq!((h.congestion_events().len(), h.s.ca_state()), (1, CaState::Recovery));
+        // Segment 0 again (id 10), segment 5 again (id 11), new segment 10 (id 12).
+        assert_eq!(h.send(11 * MS, 3), vec![10, 11, 12]);
+        // Segment 0's repair arrives, segment 5's is lost, the new segment arrives (sent after
+        // the episode began): RFC 9002 ends the episode with it and counts id 11's loss as the
+        // next; Linux stays in the first, the cumulative ACK (5 segments) short of high_seq.
+        h.ack_cum(30 * MS, 5, &[(12, 13), (10, 11), (6, 10)]);
+        assert!(h.losses().iter().any(|&(id, _)| id == 11), "id 11 lost");
+    };
+    let mut h = Harness::linux(100);
+    lose_two(&mut h);
+    assert_eq!((h.congestion_events().len(), h.s.ca_state()), (1, CaState::Recovery));
+    // Segment 5's second repair (id 13) brings the cumulative ACK to 11 segments ≥ high_seq.
+    assert_eq!(h.send(31 * MS, 1), vec![13]);
+    h.ack_cum(50 * MS, 11, &[(13, 14), (12, 13)]);
+    assert_eq!(h.s.ca_state(), CaState::Open);
+    assert!(h.heard().iter().any(|e| matches!(e, Heard::RecoveryExit(t) if *t == 50 * MS)));
+    // RFC 9002's episodes (`[transport] recovery = "rfc9002"`) for the same ACKs.
+    let mut h = Harness::linux(100);
+    let cfg = SenderConfig { mss: MSS, recovery: RecoveryModel::Rfc9002, ..SenderConfig::default() };
+    h.s = Sender::new(cfg, Box::new(Recorder(h.cc.clone())), Rng::new(1));
+    h.s.start(0);
+    lose_two(&mut h);
+    assert_eq!((h.congestion_events().len(), h.s.ca_state()), (2, CaState::Recovery));
 }
 
 #[test]
