@@ -18,3 +18,37 @@ pub fn prefetch<T: ?Sized>(r: &T) {
     #[cfg(not(target_arch = "x86_64"))]
     let _ = r;
 }
+
+/// Cache lines are 64 bytes on every x86-64 part the engines run on.
+pub const LINE: usize = 64;
+
+/// Asks for the cache lines of the first `bytes` bytes from `r` (a value spanning several
+/// lines; `bytes` at most its size). Each line's address is `r`'s plus a constant, so no hint
+/// waits on a load.
+#[inline(always)]
+pub fn prefetch_bytes<T>(r: &T, bytes: usize) {
+    debug_assert!(bytes <= std::mem::size_of::<T>());
+    let start = (r as *const T).cast::<u8>();
+    let mut off = 0;
+    while off < bytes {
+        // wrapping_add: the address is only a hint, never dereferenced here.
+        prefetch_addr(start.wrapping_add(off));
+        off += LINE;
+    }
+    // The last line, which the steps miss when `r` does not start on a line boundary.
+    if start as usize % LINE != 0 && bytes > 0 {
+        prefetch_addr(start.wrapping_add(bytes - 1));
+    }
+}
+
+#[inline(always)]
+fn prefetch_addr(p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: as in `prefetch`: PREFETCHT0 never faults and has no architectural effect.
+    unsafe {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        _mm_prefetch::<_MM_HINT_T0>(p.cast::<i8>());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}

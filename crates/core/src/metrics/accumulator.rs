@@ -41,6 +41,17 @@ struct Bin {
     delay_max_ns: u64,
 }
 
+impl Bin {
+    /// Adds `o`'s records to this bin's.
+    fn merge(&mut self, o: &Bin) {
+        self.delay_sum_ns += o.delay_sum_ns;
+        self.sent_bytes += o.sent_bytes;
+        self.delivered_bytes += o.delivered_bytes;
+        self.delivered += o.delivered;
+        self.delay_max_ns = self.delay_max_ns.max(o.delay_max_ns);
+    }
+}
+
 /// The additive part of a flow's state; the total is the merge of all flows'.
 #[derive(Clone, Copy, Debug)]
 struct Counts {
@@ -144,21 +155,39 @@ impl Counts {
     }
 }
 
+/// `FlowAcc::win_hi` while no bin is held inline.
+const NO_WINDOW: usize = usize::MAX;
+
+/// What a record updates comes first (`MetricsAccumulator::prefetch_flow` asks for those lines),
+/// and each flow starts on a cache line, so that it is the fewest lines.
 #[derive(Clone, Debug)]
+#[repr(C, align(64))]
 struct FlowAcc {
     counts: Counts,
-    /// Time-series bins from bin 0; `bins.len() - 1` is the last active bin.
-    bins: Vec<Bin>,
+    /// The flow's two newest bins, `win_hi - 1` and `win_hi`, kept inline rather than in
+    /// `bins`: nearly every record lands in one of them (its arrival's bin or, when its delay
+    /// crossed a bin edge, the one before), and a record's update then stays within the lines
+    /// `MetricsAccumulator::prefetch_flow` asks for, where the series' own allocation was a
+    /// cache miss per record at thousands of flows. Merged into `bins` when the window moves
+    /// and before anything reads the bins; the sums and maxima merge exactly.
+    win: [Bin; 2],
+    win_hi: usize,
+    /// The lowest bin a record touched (usize::MAX before any).
     first_bin: usize,
+    hist: DelayHist,
+    /// Time-series bins from bin 0; `bins.len() - 1` is the last active bin. The window's two
+    /// entries here hold only what was merged into them.
+    bins: Vec<Bin>,
     /// Delivered bytes per Jain bucket, from bucket 0.
     jain: Vec<u64>,
-    hist: DelayHist,
 }
 
 impl FlowAcc {
     fn new(hist_budget: usize) -> Self {
         FlowAcc {
             counts: Counts::default(),
+            win: [Bin::default(); 2],
+            win_hi: NO_WINDOW,
             bins: Vec::new(),
             first_bin: usize::MAX,
             jain: Vec::new(),
@@ -166,14 +195,64 @@ impl FlowAcc {
         }
     }
 
-    /// Bin `i`, below `cap` (the bins a flow may hold before the width doubles).
+    /// Bin `i`, below `cap` (the bins a flow may hold before the width doubles): in the
+    /// window, or else in `bins`.
+    #[inline]
+    fn bin(&mut self, i: usize, cap: usize) -> &mut Bin {
+        self.first_bin = self.first_bin.min(i);
+        let hi = self.win_hi;
+        if hi != NO_WINDOW && i <= hi {
+            if i == hi {
+                return &mut self.win[1];
+            }
+            if i + 1 == hi {
+                return &mut self.win[0];
+            }
+            // Older than the window: `bins` already reaches past it.
+            return &mut self.bins[i];
+        }
+        self.advance(i, cap);
+        &mut self.win[1]
+    }
+
+    /// Moves the window up to end at bin `i` (above it, or none yet), merging what leaves it.
+    #[inline(never)]
+    fn advance(&mut self, i: usize, cap: usize) {
+        // Room for bin i in `bins`, so that a later record older than the window finds its bin.
+        self.reserve(i, cap);
+        if self.win_hi != NO_WINDOW && i == self.win_hi + 1 {
+            // The usual step: the newest bin becomes the one before.
+            if let Some(k) = self.win_hi.checked_sub(1) {
+                self.bins[k].merge(&self.win[0]);
+            }
+            self.win = [self.win[1], Bin::default()];
+        } else {
+            self.flush_window();
+            self.win = [Bin::default(); 2];
+        }
+        self.win_hi = i;
+    }
+
+    /// Merges the window into `bins` and empties it.
+    fn flush_window(&mut self) {
+        let hi = self.win_hi;
+        if hi == NO_WINDOW {
+            return;
+        }
+        self.bins[hi].merge(&self.win[1]);
+        if let Some(k) = hi.checked_sub(1) {
+            self.bins[k].merge(&self.win[0]);
+        }
+        self.win_hi = NO_WINDOW;
+    }
+
+    /// Grows `bins` to hold bin `i`, below `cap`.
     ///
     /// The bins grow by doubling up to the cap and never past it, and halving merges them in
     /// place: each flow's bins are one allocation of at most `cap` that is reused after every
     /// doubling of the width. (A Vec's own growth went to 512 bins for CoreScale's cap of 419,
     /// and a freshly collected Vec after each halving grew again.)
-    #[inline]
-    fn bin(&mut self, i: usize, cap: usize) -> &mut Bin {
+    fn reserve(&mut self, i: usize, cap: usize) {
         if i >= self.bins.len() {
             if i >= self.bins.capacity() {
                 let want = (2 * self.bins.capacity()).clamp(i + 1, cap.max(i + 1));
@@ -181,24 +260,17 @@ impl FlowAcc {
             }
             self.bins.resize(i + 1, Bin::default());
         }
-        self.first_bin = self.first_bin.min(i);
-        &mut self.bins[i]
     }
 
     /// Merges bins pairwise: the series at twice the width, exactly.
     fn halve_bins(&mut self) {
+        self.flush_window();
         // In place: pair k is read (bins 2k, 2k + 1) before bin k, at or below it, is written.
         let n = self.bins.len().div_ceil(2);
         for k in 0..n {
-            let a = self.bins[2 * k];
-            let b = self.bins.get(2 * k + 1).copied().unwrap_or_default();
-            self.bins[k] = Bin {
-                delay_sum_ns: a.delay_sum_ns + b.delay_sum_ns,
-                sent_bytes: a.sent_bytes + b.sent_bytes,
-                delivered_bytes: a.delivered_bytes + b.delivered_bytes,
-                delivered: a.delivered + b.delivered,
-                delay_max_ns: a.delay_max_ns.max(b.delay_max_ns),
-            };
+            let mut a = self.bins[2 * k];
+            a.merge(&self.bins.get(2 * k + 1).copied().unwrap_or_default());
+            self.bins[k] = a;
         }
         self.bins.truncate(n);
         if self.first_bin != usize::MAX {
@@ -392,12 +464,14 @@ impl MetricsAccumulator {
         }
     }
 
-    /// Cache hint: flow `f`'s counters, which its next record updates (not its newest bin:
-    /// finding it would wait on the counters' own miss; see `Sender::prefetch`).
+    /// Cache hint: the lines of flow `f`'s state that its next record updates — the counters,
+    /// the bins in the window and the histogram's header — all at constant offsets from the
+    /// flow's entry (not the histogram's counts nor older bins: finding those would wait on
+    /// the entry's own miss; see `Sender::prefetch`).
     #[inline]
     pub fn prefetch_flow(&self, f: u32) {
         if let Some(acc) = self.flows.get(f as usize) {
-            crate::hint::prefetch(acc);
+            crate::hint::prefetch_bytes(acc, std::mem::offset_of!(FlowAcc, bins));
         }
     }
 
@@ -459,6 +533,9 @@ impl MetricsAccumulator {
             }
         }
 
+        for acc in &mut self.flows {
+            acc.flush_window();
+        }
         let series = self.series();
         let jain = match &self.stream {
             Some(st) => {
