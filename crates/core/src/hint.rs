@@ -8,19 +8,11 @@
 /// Asks the CPU to bring the cache line holding `r` closer; a no-op off x86-64.
 #[inline(always)]
 pub fn prefetch<T: ?Sized>(r: &T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: PREFETCHT0 never faults, whatever the address, and has no architectural
-    // effect; SSE, which defines it, is part of x86-64's baseline.
-    unsafe {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        _mm_prefetch::<_MM_HINT_T0>((r as *const T).cast::<i8>());
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = r;
+    prefetch_addr((r as *const T).cast::<u8>());
 }
 
 /// Cache lines are 64 bytes on every x86-64 part the engines run on.
-pub const LINE: usize = 64;
+const LINE: usize = 64;
 
 /// Asks for the cache lines of the first `bytes` bytes from `r` (a value spanning several
 /// lines; `bytes` at most its size). Each line's address is `r`'s plus a constant, so no hint
@@ -41,10 +33,12 @@ pub fn prefetch_bytes<T>(r: &T, bytes: usize) {
     }
 }
 
+/// The one place the hint is issued.
 #[inline(always)]
 fn prefetch_addr(p: *const u8) {
     #[cfg(target_arch = "x86_64")]
-    // SAFETY: as in `prefetch`: PREFETCHT0 never faults and has no architectural effect.
+    // SAFETY: PREFETCHT0 never faults, whatever the address, and has no architectural
+    // effect; SSE, which defines it, is part of x86-64's baseline.
     unsafe {
         use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
         _mm_prefetch::<_MM_HINT_T0>(p.cast::<i8>());
