@@ -25,6 +25,7 @@ from cclab.fidelity import (
     KERNEL_TWIN,
     MIXES,
     QUICK,
+    SCHEMES,
     SIM_ONLY,
     SIM_ONLY_MIX,
     SUITE_FILE,
@@ -90,6 +91,14 @@ def test_the_suite_is_every_shipped_scenario_and_the_issues_mixes() -> None:
         else:
             assert Path(link["trace"]).name == trace
         assert len(_flows(name)) == 1
+
+
+def test_only_keeps_the_scenarios_named_in_the_suites_order() -> None:
+    only = suite(only=["fidelity/rtt-mix", "copa-fairness"])
+    assert [sc.name for sc in only] == ["copa-fairness", "fidelity/rtt-mix"]
+    assert only[0].schemes == SCHEMES and only[1].is_mix
+    quick = suite(quick=True, schemes=["cubic"], only=["fidelity/single-constant"])
+    assert [(sc.name, sc.schemes) for sc in quick] == [("fidelity/single-constant", ("cubic",))]
 
 
 def test_every_run_of_the_suite_validates_on_its_engine() -> None:
@@ -194,6 +203,9 @@ def test_fidelity_refuses_bad_arguments(cli, tmp_path, capsys) -> None:
     assert code == 2 and "--runs must be at least 1" in err
     code, _, err = cli("fidelity", "--schemes", "cubic,reno")
     assert code == 2 and "unknown scheme reno" in err and "newreno" in err
+    code, _, err = cli("fidelity", "--only", "fidelity/rtt-mix,fidelity/rttmix")
+    assert code == 2 and "fidelity/rttmix is not in the suite" in err
+    assert "did you mean fidelity/rtt-mix?" in err and "pantheon-1flow" in err
     with pytest.raises(SystemExit) as exited:  # argparse's own error
         cli("fidelity", "--duration", "soon")
     assert exited.value.code == 2

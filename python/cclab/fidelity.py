@@ -48,6 +48,7 @@ of a link where Linux gets it 4.9 % is 43 % off, which a difference of 0.021 wou
 
 from __future__ import annotations
 
+import difflib
 import json
 import math
 import os
@@ -187,18 +188,44 @@ def _scenario(name: str, schemes: Sequence[str]) -> SuiteScenario:
     return SuiteScenario(name, path, flow_schemes, () if mix else tuple(schemes))
 
 
-def suite(quick: bool = False, schemes: Sequence[str] | None = None) -> list[SuiteScenario]:
+def _suite_names(quick: bool) -> list[str]:
+    if quick:
+        return [name for name, _ in QUICK]
+    return [p.stem for p in shipped_scenarios()] + [f"{FIDELITY_DIR}/{m}" for m in MIXES]
+
+
+def _only(names: list[str], only: Sequence[str]) -> list[str]:
+    """`names` restricted to `only`, in the suite's order; an unknown name is an error that
+    lists the suite's names (the closest first)."""
+    unknown = [n for n in only if n not in names]
+    if unknown:
+        close = difflib.get_close_matches(unknown[0], names, n=1)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        raise FidelityError(
+            f"--only: {', '.join(unknown)} is not in the suite{hint}; its scenarios are "
+            f"{', '.join(names)}"
+        )
+    return [n for n in names if n in only]
+
+
+def suite(
+    quick: bool = False,
+    schemes: Sequence[str] | None = None,
+    only: Sequence[str] | None = None,
+) -> list[SuiteScenario]:
     """The scenarios the suite runs: every shipped scenario, then the mixes (or `QUICK`), each
     scheme test with `schemes` (default `SCHEMES`; the quick form's own list, filtered by
-    `schemes` when given)."""
+    `schemes` when given); with `only`, just those scenarios (by their names in the table)."""
+    names = _suite_names(quick)
+    if only is not None:
+        names = _only(names, only)
     if quick:
+        mine = dict(QUICK)
         return [
-            _scenario(name, [s for s in mine if schemes is None or s in schemes])
-            for name, mine in QUICK
+            _scenario(name, [s for s in mine[name] if schemes is None or s in schemes])
+            for name in names
         ]
     wanted = tuple(schemes) if schemes is not None else SCHEMES
-    names = [p.stem for p in shipped_scenarios()]
-    names += [f"{FIDELITY_DIR}/{m}" for m in MIXES]
     return [_scenario(name, wanted) for name in names]
 
 
@@ -545,12 +572,14 @@ def run_fidelity(
     runs: int = 1,
     duration: str | None = None,
     schemes: Sequence[str] | None = None,
+    only: Sequence[str] | None = None,
     out: str | Path | None = None,
     on_start: StartCallback | None = None,
     progress: Callable[[int, int], object] | None = None,
     command: list[str] | None = None,
 ) -> FidelityResult:
-    """Runs the suite (the quick form with `quick`; `duration` caps every scenario whose flow
+    """Runs the suite (the quick form with `quick`; `only` keeps just the scenarios named, as
+    the table names them; `duration` caps every scenario whose flow
     schedule fits, the quick form's default being `QUICK_DURATION`) on both engines, one run at
     a time, and writes the fidelity directory `out` (new, or an empty directory; default a new
     one in the archive). Raises `cclab.batch.RunsFailedError` when a run failed (the directory
@@ -566,8 +595,8 @@ def run_fidelity(
             )
     if duration is None and quick:
         duration = QUICK_DURATION
+    scenarios = suite(quick, schemes, only)
     _check_emulator()
-    scenarios = suite(quick, schemes)
     pairs = _pairs(scenarios)
     specs, notes = _specs(pairs, runs, duration)
     if not specs:

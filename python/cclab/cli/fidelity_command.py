@@ -57,6 +57,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help=f"only these schemes in the scheme tests (of {', '.join(SCHEMES)}; default all)",
     )
     parser.add_argument(
+        "--only",
+        metavar="NAME,NAME",
+        help="only these scenarios, by their names in the table (pantheon-1flow, "
+        "fidelity/rtt-mix; default the whole suite)",
+    )
+    parser.add_argument(
         "--out",
         type=Path,
         metavar="DIR",
@@ -138,12 +144,16 @@ def fidelity_summary(result: FidelityResult) -> Table:
     return table_out
 
 
+def _names(text: str | None) -> list[str] | None:
+    """A comma-separated option's names (None when it was not given)."""
+    return None if not text else [n.strip() for n in text.split(",") if n.strip()]
+
+
 def execute(args: argparse.Namespace) -> int:
     if args.out is not None and args.out.exists() and any(args.out.iterdir()):
         raise CommandError(f"{args.out} is not empty; give --out a new or an empty directory")
-    schemes = None
-    if args.schemes:
-        schemes = [s.strip() for s in args.schemes.split(",") if s.strip()]
+    schemes = _names(args.schemes)
+    only = _names(args.only)
     stderr = make_console(stderr=True)
 
     def started(label: str, k: int, total: int) -> None:
@@ -156,6 +166,7 @@ def execute(args: argparse.Namespace) -> int:
                 runs=args.runs,
                 duration=args.duration,
                 schemes=schemes,
+                only=only,
                 out=args.out,
                 on_start=started,
                 progress=progress,
