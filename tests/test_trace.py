@@ -9,6 +9,7 @@ import json
 import os
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -173,6 +174,13 @@ def test_kernel_bbr_traces_tcp_info_and_tcp_cc_info(write_scenario) -> None:
     bw_mbps = trace["cc_bw"].iloc[-1] * 8 / 1e6
     assert 6.0 < bw_mbps <= 12.5
     assert (trace["cc_min_rtt"].iloc[-1] * 1e3) >= 20.0
+    # tcpi_snd_wnd: the receiver's advertised window, which its autotuning grows from the
+    # initial ~64 KB (tcp_rmem[1] = 128 KiB at the 50 % scaling ratio a connection starts with).
+    rwnd = trace["rwnd_bytes"]
+    assert 30_000 < rwnd.iloc[0] < 100_000 and rwnd.max() > 2 * rwnd.iloc[0], rwnd.describe()
+    # tcpi_rwnd_limited: cumulative, and never most of the run on a 12 Mbit/s path.
+    limited = trace["rwnd_limited_ms"].to_numpy()
+    assert (np.diff(limited) >= 0).all() and 0 <= limited[-1] < 1500
 
 
 #: The same path with requests over four Linux Cubic connections: they sit idle between requests.

@@ -46,6 +46,11 @@ pub struct Sample<'a> {
     /// Slow-start threshold in bytes: `Some(f64::INFINITY)` while unset, None where the
     /// controller has none.
     pub ssthresh: Option<f64>,
+    /// The receive window the sender is held to, bytes (`u64::MAX`: none); None if unknown.
+    pub rwnd: Option<u64>,
+    /// How long the receive window alone has kept data back since the start, ns (Linux's
+    /// tcpi_rwnd_limited); None if unknown.
+    pub rwnd_limited: Option<Time>,
     /// The controller's named variables (`cc_<name>` columns; `cwnd` and `ssthresh`, which
     /// the fixed columns hold, are left out).
     pub vars: &'a [(&'static str, f64)],
@@ -70,6 +75,10 @@ pub struct CcTrace {
     pub delivery_rate_mbps: Vec<f64>,
     /// Bytes; inf while unset, NaN where the controller has none.
     pub ssthresh: Vec<f64>,
+    /// Bytes; inf for none, NaN where unknown.
+    pub rwnd_bytes: Vec<f64>,
+    /// ms, cumulative; NaN where unknown.
+    pub rwnd_limited_ms: Vec<f64>,
     /// The controllers' variables by name (without the prefix), in order of first
     /// appearance; NaN in rows whose controller does not report that name.
     pub vars: Vec<(&'static str, Vec<f64>)>,
@@ -115,6 +124,8 @@ impl CcTrace {
         self.min_rtt_ms.push(ms(s.min_rtt));
         self.delivery_rate_mbps.push(mbps(s.delivery_rate));
         self.ssthresh.push(s.ssthresh.unwrap_or(f64::NAN));
+        self.rwnd_bytes.push(s.rwnd.map_or(f64::NAN, |w| if w == u64::MAX { f64::INFINITY } else { w as f64 }));
+        self.rwnd_limited_ms.push(ms(s.rwnd_limited));
         for &(name, value) in s.vars.iter().filter(|(name, _)| !RESTATED.contains(name)) {
             let col = match self.vars.iter().position(|(c, _)| *c == name) {
                 Some(i) => &mut self.vars[i].1,
@@ -150,6 +161,8 @@ impl CcTrace {
         self.min_rtt_ms.extend(other.min_rtt_ms);
         self.delivery_rate_mbps.extend(other.delivery_rate_mbps);
         self.ssthresh.extend(other.ssthresh);
+        self.rwnd_bytes.extend(other.rwnd_bytes);
+        self.rwnd_limited_ms.extend(other.rwnd_limited_ms);
         for (name, col) in other.vars {
             match self.vars.iter().position(|(c, _)| *c == name) {
                 Some(i) => self.vars[i].1.extend(col),
@@ -183,6 +196,8 @@ impl CcTrace {
         permute(&mut self.min_rtt_ms, &order);
         permute(&mut self.delivery_rate_mbps, &order);
         permute(&mut self.ssthresh, &order);
+        permute(&mut self.rwnd_bytes, &order);
+        permute(&mut self.rwnd_limited_ms, &order);
         for (_, col) in &mut self.vars {
             permute(col, &order);
         }

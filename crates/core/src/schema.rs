@@ -500,6 +500,18 @@ pub static TRACE: &[Column<Take<CcTrace>>] = &[
         "slow-start threshold (inf while unset, as Linux's TCP_INFINITE_SSTHRESH, and for controllers that keep none)",
         Take::F64(|t| &mut t.ssthresh),
     ),
+    col(
+        "rwnd_bytes",
+        "bytes",
+        "the receive window the sender is held to (inf for none); for kernel flows the peer's advertised window, tcpi_snd_wnd",
+        Take::F64(|t| &mut t.rwnd_bytes),
+    ),
+    col(
+        "rwnd_limited_ms",
+        "ms",
+        "time so far in which the receive window alone kept data back (Linux's tcpi_rwnd_limited); cumulative",
+        Take::F64(|t| &mut t.rwnd_limited_ms),
+    ),
 ];
 
 /// The family of `trace` columns a controller adds, for the docs and `cclab._core.SCHEMA`.

@@ -68,6 +68,10 @@ pub struct TcpSample {
     pub bbr_min_rtt_us: u32,
     pub bbr_pacing_gain: u32,
     pub bbr_cwnd_gain: u32,
+    /// The peer's advertised window, bytes (tcpi_snd_wnd, 6.2 and later; 0 before).
+    pub snd_wnd: u32,
+    /// Time the receive window alone kept data back, µs (tcpi_rwnd_limited).
+    pub rwnd_limited_us: u64,
 }
 
 /// The sender's TCP_INFO readings, every 10 ms: the kernel controller's trace.
@@ -124,6 +128,8 @@ impl TcpTrace {
                 } else {
                     (s.ssthresh as u64 * mss) as f64
                 }),
+                rwnd: (s.snd_wnd > 0).then_some(s.snd_wnd as u64),
+                rwnd_limited: Some(s.rwnd_limited_us * 1000),
                 vars: if has_bbr { &bbr } else { &[] },
             });
         }
@@ -162,6 +168,7 @@ pub(crate) fn tcp_info(sock: impl AsFd, t: u64) -> io::Result<TcpSample> {
         ne_u32(&buf, len, 24),
     );
     let (pacing_rate, delivery_rate) = (ne_u64(&buf, len, 104), ne_u64(&buf, len, 160));
+    let (rwnd_limited_us, snd_wnd) = (ne_u64(&buf, len, 176), ne_u32(&buf, len, 228));
     let (snd_mss, sacked, lost, retrans, ssthresh) = (
         ne_u32(&buf, len, 16),
         ne_u32(&buf, len, 28),
@@ -195,6 +202,8 @@ pub(crate) fn tcp_info(sock: impl AsFd, t: u64) -> io::Result<TcpSample> {
         bbr_min_rtt_us: field(2),
         bbr_pacing_gain: field(3),
         bbr_cwnd_gain: field(4),
+        snd_wnd,
+        rwnd_limited_us,
     })
 }
 

@@ -358,6 +358,8 @@ pub fn send(
                 pacing_rate: tx.pacing_rate(),
                 rtt: tx.rtt(),
                 delivery_rate: tx.delivery_rate(),
+                rwnd: tx.rwnd(),
+                rwnd_limited: tx.rwnd_limited(t),
             };
             trace_sender(tr, flow, t, tx.cc(), view);
         }

@@ -24,19 +24,22 @@ impl RunOptions {
 }
 
 /// What a cclab sender shows a trace besides its controller: bytes in flight, the rate it
-/// paces at (bytes/s), its RTT estimator and its last delivery-rate sample (bytes/s).
+/// paces at (bytes/s), its RTT estimator, its last delivery-rate sample (bytes/s), its receive
+/// window (bytes) and how long that alone kept data back (ns).
 #[derive(Clone, Copy, Debug)]
 pub struct SenderView<'a> {
     pub in_flight: u64,
     pub pacing_rate: Option<f64>,
     pub rtt: &'a cclab_cc::RttStats,
     pub delivery_rate: Option<f64>,
+    pub rwnd: u64,
+    pub rwnd_limited: u64,
 }
 
 /// Appends one sample of a cclab sender, taken after it processed an ACK at `t` and sent what
 /// the ACK allowed. Both engines' cclab senders call it, so their traces read alike.
 pub fn trace_sender(trace: &mut CcTrace, flow: u32, t: u64, cc: &dyn cclab_cc::CongestionControl, s: SenderView) {
-    let SenderView { in_flight, pacing_rate, rtt, delivery_rate } = s;
+    let SenderView { in_flight, pacing_rate, rtt, delivery_rate, rwnd, rwnd_limited } = s;
     let snap = cc.snapshot();
     trace.push(&Sample {
         flow,
@@ -51,6 +54,8 @@ pub fn trace_sender(trace: &mut CcTrace, flow: u32, t: u64, cc: &dyn cclab_cc::C
         // Linux starts every connection at an infinite threshold; a controller that keeps
         // none reads the same.
         ssthresh: Some(cc.ssthresh().map_or(f64::INFINITY, |s| s as f64)),
+        rwnd: Some(rwnd),
+        rwnd_limited: Some(rwnd_limited),
         vars: &snap.vars,
     });
 }

@@ -805,6 +805,8 @@ impl Sim {
                     pacing_rate: s.pacing_rate(),
                     rtt: s.rtt(),
                     delivery_rate: s.delivery_rate(),
+                    rwnd: s.rwnd(),
+                    rwnd_limited: s.rwnd_limited(self.now),
                 };
                 trace_sender(trace, f, self.now, s.cc(), view);
             }

@@ -205,3 +205,34 @@ fn copa_reports_its_mode_and_velocity() {
     assert!(v.iter().any(|x| *x > 1.0), "velocity never rose above 1");
     assert!(names(&trace).contains(&"delta"));
 }
+
+#[test]
+fn the_receive_window_and_the_time_it_alone_held_the_sender_back() {
+    // 24 Mbit/s x 40 ms is a 120 KB BDP: Cubic held to a 32-segment window (46 KB) spends the
+    // run waiting on it once slow start reaches it (~5 round trips); with Linux's default
+    // window it never does.
+    let held = scenario(
+        r#"
+        duration = "5s"
+        [link]
+        rate = "24Mbps"
+        delay = "20ms"
+        queue = "2bdp"
+        [[flows]]
+        scheme = "cubic"
+        rwnd = "46336B"
+        "#,
+    );
+    let (_, trace) = traced(&held, 10 * MS);
+    assert!(trace.rwnd_bytes.iter().all(|&w| w == 46336.0));
+    let limited = &trace.rwnd_limited_ms;
+    assert!(limited.windows(2).all(|w| w[1] >= w[0]), "cumulative");
+    let last = *limited.last().expect("samples");
+    assert!((4300.0..5000.0).contains(&last), "rwnd-limited for {last} ms of 5 s");
+    assert!(limited[0] < 1.0, "not in the first round trip: {}", limited[0]);
+
+    let (_, free) = traced(&lone("cubic", "24Mbps", "20ms", "2bdp", "5s"), 10 * MS);
+    let default = cclab_core::scenario::Transport::default().default_rwnd() as f64;
+    assert!(free.rwnd_bytes.iter().all(|&w| w == default));
+    assert!(free.rwnd_limited_ms.iter().all(|&t| t == 0.0));
+}

@@ -260,6 +260,10 @@ pub struct Sender {
     tlp_high: Option<u64>,
     tlp_twins: Option<Twins>,
     probe_due: bool,
+    /// Time the receive window alone kept data back (Linux's TCP_CHRONO_RWND_LIMITED,
+    /// tcpi_rwnd_limited): the interval open since, and the total of those closed.
+    rwnd_blocked_since: Option<Time>,
+    rwnd_limited: Time,
     // Delivery-rate sampler (reference §0.4).
     delivered: u64,
     delivered_time: Time,
@@ -324,6 +328,8 @@ impl Sender {
             tlp_high: None,
             tlp_twins: None,
             probe_due: false,
+            rwnd_blocked_since: None,
+            rwnd_limited: 0,
             delivered: 0,
             delivered_time: 0,
             first_send_time: 0,
@@ -357,6 +363,14 @@ impl Sender {
     }
     pub fn delivered(&self) -> u64 {
         self.delivered
+    }
+    /// The receive window the sender is held to, bytes.
+    pub fn rwnd(&self) -> u64 {
+        self.cfg.rwnd
+    }
+    /// How long the receive window alone has kept data back, ns, up to `now`.
+    pub fn rwnd_limited(&self, now: Time) -> Time {
+        self.rwnd_limited + self.rwnd_blocked_since.map_or(0, |t| now.saturating_sub(t))
     }
     /// The last valid delivery-rate sample, bytes/s (Linux's tcpi_delivery_rate); None before one.
     pub fn delivery_rate(&self) -> Option<f64> {
@@ -495,15 +509,19 @@ impl Sender {
             }
         }
         if !self.active || !self.has_data() {
+            self.rwnd_unblocked(now);
             return None;
         }
         if !self.window_open() {
             self.cwnd_blocked_round = true;
+            self.rwnd_unblocked(now);
             return None;
         }
         if self.in_flight + self.cfg.mss > self.cfg.rwnd {
+            self.rwnd_blocked_since.get_or_insert(now);
             return None;
         }
+        self.rwnd_unblocked(now);
         let pacing = self.pacing_rate();
         let in_burst = self.burst_left > 0 && now == self.burst_at;
         if pacing.is_some() && now < self.next_send_time && !in_burst {
@@ -627,6 +645,15 @@ impl Sender {
             2 * s.smoothed + TCP_TIMEOUT_MIN
         };
         self.tlp_deadline = Some((now + pto).min(rto_at));
+    }
+
+    /// Closes the receive window's blocked interval, if one is open: something else (the
+    /// congestion window, the data) now decides, or the window opened.
+    #[inline]
+    fn rwnd_unblocked(&mut self, now: Time) {
+        if let Some(t) = self.rwnd_blocked_since.take() {
+            self.rwnd_limited += now - t;
+        }
     }
 
     /// The probe timer fired (Linux tcp_send_loss_probe): one packet outside the congestion
