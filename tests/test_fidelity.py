@@ -190,12 +190,45 @@ def test_the_table_computes_the_errors_and_the_verdicts() -> None:
     assert mix["test"] == "mix" and mix["target"] == "share error ≤ 5%"
     assert math.isclose(mix["share_error"], 0.08 / 0.52) and not mix["passed"]
     assert math.isclose(mix["share_diff"], 0.08)
+    # One run each: no spread to compare, so no spread target.
+    assert math.isnan(mix["share_sd"]) and math.isnan(mix["spread_factor"])
     assert math.isclose(by.loc[("m", "cubic", "sim")]["share_diff"], -0.08)
     assert math.isclose(mix["jain_error"], 0.04)
     fair = by.loc[(COPA_FAIRNESS, "bbr", "sim")]
     assert fair["target"] == "replication ≤ 3%; Jain within 0.05"
     assert math.isclose(fair["jain_error"], 0.04)
     assert fair["replication_error"] > 0.03 and not fair["passed"]
+
+
+def test_the_spread_target_compares_the_engines_run_to_run_spread() -> None:
+    def mix(name: str, sim: list[float], emu: list[float]) -> list[dict]:
+        return [
+            _record(name, scheme, engine, throughput_mbps=1, delay_p95_ms=1, jain_median=1, share=x)
+            for engine, shares in (("sim", sim), ("emu", emu))
+            for share in shares
+            for scheme, x in (("bbr", share), ("cubic", 1 - share))
+        ]
+
+    # BBR's shares: sd 0.02 in the simulator, 0.03 on the kernel (a factor 1.5: met); medians
+    # 0.50 against 0.51 (2 % off: met).
+    alike = mix("alike", [0.48, 0.50, 0.52], [0.48, 0.51, 0.54])
+    # The simulator's runs all alike (phase-locked) against a kernel that varies.
+    locked = mix("locked", [0.5, 0.5, 0.5], [0.48, 0.50, 0.52])
+    # Two runs: too few for a spread.
+    two = mix("two", [0.4, 0.6], [0.5, 0.5])
+    table = fidelity_table(alike + locked + two, mixes={"alike", "locked", "two"})
+    by = table.set_index(["scenario", "scheme", "engine"])
+    row = by.loc[("alike", "bbr", "sim")]
+    assert math.isclose(row["share_sd"], 0.02) and math.isclose(
+        by.loc[("alike", "bbr", "emu")]["share_sd"], 0.03
+    )
+    assert math.isclose(row["spread_factor"], 1.5)
+    assert row["target"] == "share error ≤ 5%; spread within 2x" and row["passed"]
+    row = by.loc[("locked", "bbr", "sim")]
+    assert row["share_sd"] == 0 and row["spread_factor"] == math.inf
+    assert row["share_error"] == 0 and not row["passed"]
+    row = by.loc[("two", "bbr", "sim")]
+    assert row["target"] == "share error ≤ 5%" and row["passed"]
 
 
 def test_fidelity_refuses_bad_arguments(cli, tmp_path, capsys) -> None:

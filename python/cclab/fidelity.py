@@ -148,7 +148,11 @@ class Target:
 REPLICATION = Target("replication_error", 0.03, "replication ≤ 3%")
 SHARE = Target("share_error", 0.05, "share error ≤ 5%")
 JAIN = Target("jain_error", 0.05, "Jain within 0.05")
-TARGETS = (REPLICATION, SHARE, JAIN)
+#: No phase lock: a mix's run-to-run spread of each share (its standard deviation over the
+#: runs) is the kernel's within a factor of two, once each engine has `SPREAD_MIN_RUNS` runs.
+SPREAD = Target("spread_factor", 2.0, "spread within 2x")
+TARGETS = (REPLICATION, SHARE, JAIN, SPREAD)
+SPREAD_MIN_RUNS = 3
 #: The schemes the replication target applies to.
 REPLICATION_SCHEMES = ("cubic", "bbr")
 
@@ -408,6 +412,7 @@ TABLE_COLUMNS: tuple[tuple[str, str], ...] = (
     ("delay_p95_ms", "p95 one-way delay, ms (a mix: mean of the scheme's flows' p95)"),
     ("jain_median", "the run's median per-bucket Jain index over all its flows"),
     ("share", "the scheme's bytes delivered / all flows' bytes delivered"),
+    ("share_sd", "standard deviation of share over the runs (NaN with one run)"),
     ("late_p99_ms", "emulator only: p99 of its packets' |arrival - model arrival|, ms"),
     ("throughput_error", "|sim - emu| / emu of throughput_mbps"),
     ("delay_error", "|sim - emu| / emu of delay_p95_ms"),
@@ -415,6 +420,11 @@ TABLE_COLUMNS: tuple[tuple[str, str], ...] = (
     ("share_error", "|sim - emu| / emu of share"),
     ("share_diff", "sim - emu of share (signed)"),
     ("jain_error", "|sim - emu| of jain_median"),
+    (
+        "spread_factor",
+        "a mix's max(sim/emu, emu/sim) of share_sd: 1 when the engines' runs vary alike, inf "
+        "when one engine's never vary (phase lock)",
+    ),
     ("target", "the targets the row is held to, '; '-separated"),
     ("passed", "whether it meets them all (null: no target, or sim only)"),
     ("note", "why a row has no emulator twin"),
@@ -430,6 +440,7 @@ ERRORS = (
     "share_error",
     "share_diff",
     "jain_error",
+    "spread_factor",
 )
 
 
@@ -442,13 +453,31 @@ def _relative(sim: float, emu: float) -> float:
     return abs(sim - emu) / emu if emu > 0 else math.nan
 
 
-def targets_for(scenario: str, scheme: str, mix: bool) -> list[Target]:
-    """The targets a (scenario, scheme) row is held to."""
+def _sd(values: pd.Series) -> float:
+    values = values.dropna()
+    return float(statistics.stdev(values)) if len(values) > 1 else math.nan
+
+
+def _spread_factor(sim_sd: float, emu_sd: float) -> float:
+    if math.isnan(sim_sd) or math.isnan(emu_sd):
+        return math.nan
+    if sim_sd == emu_sd:
+        return 1.0  # both zero included: neither engine varies
+    if min(sim_sd, emu_sd) == 0:
+        return math.inf
+    return max(sim_sd / emu_sd, emu_sd / sim_sd)
+
+
+def targets_for(scenario: str, scheme: str, mix: bool, runs: int = 1) -> list[Target]:
+    """The targets a (scenario, scheme) row is held to, with `runs` runs on each engine (the
+    fewer of the two)."""
     found = []
     if not mix and scheme in REPLICATION_SCHEMES:
         found.append(REPLICATION)
     if mix:
         found.append(SHARE)
+        if runs >= SPREAD_MIN_RUNS:
+            found.append(SPREAD)
     if scenario == COPA_FAIRNESS and scheme == "bbr":
         found.append(JAIN)
     return found
@@ -471,10 +500,12 @@ def fidelity_table(records: Sequence[dict[str, Any]], mixes: set[str]) -> pd.Dat
                 "runs_as": str(runs["runs_as"].iloc[0]),
                 "runs": len(runs),
                 **{f: _median(runs[f]) for f in FIGURES},
+                "share_sd": _sd(runs["share"]),
             }
         mix = scenario in mixes
         errors = dict.fromkeys(ERRORS, math.nan)
-        targets = targets_for(scenario, scheme, mix)
+        fewest = min((m["runs"] for m in medians.values()), default=0)
+        targets = targets_for(scenario, scheme, mix, fewest)
         note = ""
         passed: bool | None = None
         if SIM.name in medians and EMU.name in medians:
@@ -485,6 +516,8 @@ def fidelity_table(records: Sequence[dict[str, Any]], mixes: set[str]) -> pd.Dat
             errors["share_error"] = _relative(s["share"], e["share"])
             errors["share_diff"] = s["share"] - e["share"]
             errors["jain_error"] = abs(s["jain_median"] - e["jain_median"])
+            if mix:
+                errors["spread_factor"] = _spread_factor(s["share_sd"], e["share_sd"])
             if targets:
                 passed = all(t.holds(errors[t.column]) for t in targets)
         elif EMU.name not in medians:

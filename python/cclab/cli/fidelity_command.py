@@ -110,6 +110,7 @@ def fidelity_summary(result: FidelityResult) -> Table:
         "emu late\np99 ms",
         "repl.\nerror",
         "share\nerror",
+        "spread\nfactor",
         "target",
         "",
     ):
@@ -138,6 +139,7 @@ def fidelity_summary(result: FidelityResult) -> Table:
             "-" if other is None else _num(other["late_p99_ms"], 2),
             _pct(row["replication_error"]),
             _pct(row["share_error"]),
+            _num(row["spread_factor"], 2),
             row["target"],
             verdict,
         )
