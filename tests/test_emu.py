@@ -237,6 +237,13 @@ def test_request_workload_on_the_emulator_gives_fct_and_slowdown(
     requests = pd.read_parquet(out / "requests.parquet")
     assert len(requests) == fct["all"]["requests"]
     done = requests[requests["completed"]]
-    assert (done["slowdown"] >= 1.0).all(), "no request beats its ideal time"
+    # No request beats its ideal time, but by what the emulator's centred window allows: it
+    # releases a packet up to its tolerance before the model's time (crates/emu, timing.rs),
+    # a data packet and its ACK each (one run: a 73-byte request 40 ns under its 20.03 ms).
+    stats = meta["stats"]
+    early_ms = (stats["data_early_max_us"] + stats["ack_early_max_us"]) / 1e3
+    assert 0 <= early_ms <= 2 * stats["emu_tolerance_us"] / 1e3
+    ideal_ms = done["fct_ms"] / done["slowdown"]
+    assert (done["fct_ms"] >= ideal_ms - early_ms).all(), "a request beat its ideal time"
     buckets = pd.read_parquet(out / "fct.parquet").set_index("bucket")
     assert math.isclose(buckets.loc["all", "slowdown_median"], fct["all"]["slowdown_median"])
