@@ -111,6 +111,37 @@ def test_emulator_scheme_errors_are_clear(cli, write_scenario, tmp_path) -> None
     assert "kernel:cubic" in err
 
 
+@needs_root
+def test_a_zero_tolerance_puts_every_packet_on_time_or_after(write_scenario) -> None:
+    import cclab
+
+    # The default window (80 us at 12 Mbit/s) releases packets early as well as late; with
+    # `tolerance_us=0` no packet may leave before its model time (timing.rs: a group is released
+    # from `last - tolerance` on), so the earliest write is at its time.
+    stats = cclab.run(write_scenario(KERNEL), engine="emu", tolerance_us=0).stats
+    assert stats["emu_tolerance_us"] == 0.0
+    assert stats["data_early_max_us"] == 0.0
+    assert stats["ack_early_max_us"] == 0.0
+    assert stats["data_delivered"] > 1000
+
+
+def test_the_tolerance_is_the_emulators_and_a_whole_number(cli, write_scenario, capsys) -> None:
+    import cclab
+
+    scenario = write_scenario(KERNEL.replace("kernel:cubic", "cubic"))
+    code, _, err = cli("run", scenario, "--tolerance-us", "5")
+    assert code == 2
+    assert "--tolerance-us is the emulator's (--engine emu)" in err
+    with pytest.raises(SystemExit) as exited:  # argparse's own error
+        cli("run", scenario, "--engine", "emu", "--tolerance-us", "-3")
+    assert exited.value.code == 2
+    assert "expected a whole number of µs ≥ 0, not '-3'" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="the sim engine delivers every packet at its model"):
+        cclab.run(scenario, tolerance_us=5)
+    with pytest.raises(ValueError, match=r"a whole number of µs ≥ 0, not 2\.5"):
+        cclab.run(scenario, engine="emu", tolerance_us=2.5)  # type: ignore[arg-type]
+
+
 def test_compare_rejects_bad_arguments(cli, write_scenario) -> None:
     scenario = write_scenario(KERNEL)
     code, _, err = cli("compare", scenario, "--engines", "sim")
@@ -120,6 +151,9 @@ def test_compare_rejects_bad_arguments(cli, write_scenario) -> None:
     assert "unknown engine 'ns3'" in err
     code, _, err = cli("compare", scenario, "--schemes", "cubic=")
     assert "is not a scheme or a pair A=B" in err
+    code, _, err = cli("compare", scenario, "--engines", "sim,sim", "--tolerance-us", "0")
+    assert code == 2
+    assert "--tolerance-us is the emulator's (emu); neither sim nor sim keeps time" in err
 
 
 @needs_root

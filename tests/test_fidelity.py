@@ -25,6 +25,7 @@ from cclab.fidelity import (
     KERNEL_TWIN,
     MIXES,
     QUICK,
+    REFEREE_TOLERANCE_US,
     SCHEMES,
     SIM_ONLY,
     SIM_ONLY_MIX,
@@ -334,6 +335,9 @@ def test_the_plan_caps_durations_seeds_repetitions_and_maps_to_kernel_twins() ->
     for engine in ("sim", "emu"):
         seeds = [by_name[f"{engine}-fidelity-single-constant-cubic-r{k}"].seed for k in (1, 2)]
         assert seeds == [1, 2]
+    # The emulator referees with every packet on time; the simulator has no tolerance.
+    assert {s.tolerance_us for s in specs if s.engine == "emu"} == {REFEREE_TOLERANCE_US}
+    assert {s.tolerance_us for s in specs if s.engine == "sim"} == {None}
     # The kernel's twin on the emulator; Copa only on the simulator.
     assert by_name["emu-pantheon-1flow-cubic-r1"].scheme == "kernel:cubic"
     assert "sim-pantheon-1flow-copa-r1" in by_name

@@ -82,6 +82,8 @@ class RunSpec:
     log_packets: bool = False
     #: The sender trace (`cclab.run`'s `trace`): False, True, an interval or "ack".
     trace: bool | str | int | None = False
+    #: The emulator's timing tolerance (`cclab.run`'s `tolerance_us`); None: its default.
+    tolerance_us: int | None = None
 
 
 @dataclass(frozen=True)
@@ -220,6 +222,7 @@ def execute_task(
         trace=spec.trace,
         progress=progress,
         engine=spec.engine,
+        tolerance_us=spec.tolerance_us,
         **task.overrides,
     )
     result.save(task.out, command=task.command)

@@ -325,6 +325,7 @@ def compare(
     overrides: dict[str, Any] | None = None,
     out: Path | None = None,
     trace: bool | str | int | None = False,
+    tolerance_us: int | None = None,
     on_start: StartCallback | None = None,
     progress: Callable[[int, int], object] | None = None,
     command: list[str] | None = None,
@@ -333,11 +334,19 @@ def compare(
     defaults to the scenario's), one run at a time, and compares them. The runs and
     `compare.json` are written as one experiment directory: `out` (which must not exist), or
     a new one in the archive (`Comparison.directory`). `trace` as for `cclab.run`: every run
-    keeps its sender trace, which the report draws engine against engine. Raises
+    keeps its sender trace, which the report draws engine against engine. `tolerance_us`: the
+    timing tolerance of a real-time engine's runs (`cclab.run`'s; None: its default). Raises
     `cclab.batch.RunsFailedError` when a run failed (the directory keeps the others)."""
     if runs < 1:
         raise CompareError("--runs must be at least 1")
     first_engine, second_engine = parse_engines(",".join(engines))
+    if tolerance_us is not None and not (
+        engine_named(first_engine).real_time or engine_named(second_engine).real_time
+    ):
+        raise CompareError(
+            f"--tolerance-us is the emulator's ({EMU.name}); neither {first_engine} nor "
+            f"{second_engine} keeps time"
+        )
     scenario = Path(scenario)
     overrides = dict(overrides or {})
     specs = _plan_specs(scenario, (first_engine, second_engine), pairs, runs, overrides)
@@ -348,7 +357,12 @@ def compare(
     base = tomllib.loads(base_toml)
     base_seed = int(base["seed"])
     specs = [
-        dataclasses.replace(s, seed=base_seed + int(s.tags["repetition"]) - 1, trace=trace)
+        dataclasses.replace(
+            s,
+            seed=base_seed + int(s.tags["repetition"]) - 1,
+            trace=trace,
+            tolerance_us=tolerance_us if engine_named(s.engine).real_time else None,
+        )
         for s in specs
     ]
     plan = Plan(
@@ -365,6 +379,7 @@ def compare(
             "pairs": None if not pairs else [[p.first, p.second] for p in pairs],
             "runs_per_scheme": runs,
             "base_seed": base_seed,
+            "tolerance_us": tolerance_us,
             "overrides": overrides,
         },
     )

@@ -48,7 +48,8 @@ class Engine:
     core_validate: str
     #: Runs must not overlap (a real-time engine shares the host's clock and network).
     serial: bool
-    #: It paces packets in wall-clock time, so its summary reports its timing error.
+    #: It paces packets in wall-clock time, so its summary reports its timing error, and its
+    #: run function takes the error it may allow itself (`tolerance_us=`).
     real_time: bool
     #: It needs root (namespaces, TUN devices).
     needs_root: bool
@@ -153,3 +154,31 @@ def add_engine_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--engine", choices=list(ENGINES), default=DEFAULT_ENGINE, help=engine_help()
     )
+
+
+def add_tolerance_argument(
+    parser: argparse.ArgumentParser,
+    default: int | None = None,
+    default_text: str = "5/8 of a packet time at the link's rate, at most 80",
+) -> None:
+    """`--tolerance-us`: the timing error a real-time engine may allow itself (`cclab.run`'s
+    `tolerance_us`; None: the engine's own default, which `default_text` describes)."""
+    parser.add_argument(
+        "--tolerance-us",
+        type=_non_negative_int,
+        default=default,
+        metavar="US",
+        help="the emulator's: how far before or after its model time a packet may leave, so "
+        f"one wake-up serves several (default: {default_text}; 0: every packet on time, more "
+        "CPU)",
+    )
+
+
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number of µs ≥ 0, not {text!r}")
+    return value

@@ -119,6 +119,13 @@ QUICK: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 QUICK_DURATION = "5s"
 
+#: The emulator's timing tolerance in the suite, µs (`cclab.run`'s `tolerance_us`): 0, every
+#: packet released at its model time (p99 error ~20-40 µs here, against ~100 µs with the
+#: default window of 5/8 of a packet time). A referee should not add its own timing noise:
+#: at 100 Mbit/s the default window releases packets up to 75 µs early or late, which moves
+#: the 1-BDP mix's kernel BBR share (README, "Fidelity"). It costs ~5 % of a core more there.
+REFEREE_TOLERANCE_US = 0
+
 #: The files written beside `experiment.json`.
 TABLE_FILE = "fidelity.parquet"
 SUITE_FILE = "fidelity.json"
@@ -290,10 +297,14 @@ def _duration_override(sc: SuiteScenario, duration: str | None) -> dict[str, Any
 
 
 def _specs(
-    pairs: Sequence[_Pair], runs: int, duration: str | None
+    pairs: Sequence[_Pair],
+    runs: int,
+    duration: str | None,
+    tolerance_us: int | None = REFEREE_TOLERANCE_US,
 ) -> tuple[list[RunSpec], list[str]]:
     """Each pair's runs: the simulator's `runs`, then the emulator's (none for a sim-only
-    pair); seeds the scenario's + k - 1. Also the notes on scenarios that kept their length."""
+    pair, `tolerance_us` its timing tolerance, None its default); seeds the scenario's + k - 1.
+    Also the notes on scenarios that kept their length."""
     specs: list[RunSpec] = []
     notes: list[str] = []
     overrides: dict[str, dict[str, Any]] = {}
@@ -321,6 +332,7 @@ def _specs(
                         scenario=sc.path,
                         seed=base_seed + k - 1,
                         engine=engine,
+                        tolerance_us=tolerance_us if engine == EMU.name else None,
                         scheme=scheme,
                         overrides={**overrides[sc.name], **extra},
                         label=f"{sc.name}: {runs_as} on {engine} ({k}/{runs})",
@@ -606,13 +618,15 @@ def run_fidelity(
     duration: str | None = None,
     schemes: Sequence[str] | None = None,
     only: Sequence[str] | None = None,
+    tolerance_us: int | None = REFEREE_TOLERANCE_US,
     out: str | Path | None = None,
     on_start: StartCallback | None = None,
     progress: Callable[[int, int], object] | None = None,
     command: list[str] | None = None,
 ) -> FidelityResult:
     """Runs the suite (the quick form with `quick`; `only` keeps just the scenarios named, as
-    the table names them; `duration` caps every scenario whose flow
+    the table names them; `tolerance_us` is the emulator's timing tolerance, None its
+    default; `duration` caps every scenario whose flow
     schedule fits, the quick form's default being `QUICK_DURATION`) on both engines, one run at
     a time, and writes the fidelity directory `out` (new, or an empty directory; default a new
     one in the archive). Raises `cclab.batch.RunsFailedError` when a run failed (the directory
@@ -631,7 +645,7 @@ def run_fidelity(
     scenarios = suite(quick, schemes, only)
     _check_emulator()
     pairs = _pairs(scenarios)
-    specs, notes = _specs(pairs, runs, duration)
+    specs, notes = _specs(pairs, runs, duration, tolerance_us)
     if not specs:
         raise FidelityError("nothing to run: no scheme of --schemes is in the suite's form")
     mixes = {sc.name for sc in scenarios if sc.is_mix}
@@ -652,6 +666,7 @@ def run_fidelity(
             "kernel_twins": KERNEL_TWIN,
             "runs_per_scheme": runs,
             "duration": duration,
+            "emu_tolerance_us": tolerance_us,
         },
     )
 
@@ -666,6 +681,7 @@ def run_fidelity(
             "form": form,
             "runs": runs,
             "duration": duration,
+            "emu_tolerance_us": tolerance_us,
             "scenarios": [sc.name for sc in scenarios],
             "kernel_twins": KERNEL_TWIN,
             "targets": [{"column": t.column, "limit": t.limit, "text": t.text} for t in TARGETS],

@@ -47,8 +47,10 @@ pub fn validate_emu(py: Python<'_>, source: &str, is_path: bool, overrides_json:
 /// `KeyboardInterrupt`. `trace_ns`: the sender trace's interval, as for `run`. `pcap`: a
 /// pcapng file to capture the real packets at the senders' device into (`cclab_emu::capture`;
 /// `stats["pcap_packets"]` counts them); it exists only once the run completed.
+/// `tolerance_us`: how far before or after its model time a packet may leave
+/// (`EmuOptions::tolerance_us`; None: the link's default, `cclab_emu::timing::tolerance_ns`).
 #[pyfunction]
-#[pyo3(signature = (source, is_path, overrides_json = "{}", log_packets = false, progress = None, trace_ns = None, pcap = None))]
+#[pyo3(signature = (source, is_path, overrides_json = "{}", log_packets = false, progress = None, trace_ns = None, pcap = None, tolerance_us = None))]
 #[allow(clippy::too_many_arguments)]
 pub fn run_emu<'py>(
     py: Python<'py>,
@@ -59,9 +61,10 @@ pub fn run_emu<'py>(
     progress: Option<Py<PyAny>>,
     trace_ns: Option<u64>,
     pcap: Option<PathBuf>,
+    tolerance_us: Option<u64>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let (scenario, base_dir) = load(source, is_path, overrides_json).map_err(|e| errors::scenario_error(py, &e))?;
-    let opts = EmuOptions { log_packets, base_dir, trace: trace_ns, pcap, ..EmuOptions::default() };
+    let opts = EmuOptions { log_packets, base_dir, trace: trace_ns, pcap, tolerance_us, ..EmuOptions::default() };
     let duration_ns = scenario.duration.ns();
     let (outcome, stopped_by) =
         progress::run_detached(py, progress, duration_ns, false, |hook| cclab_emu::run(&scenario, &opts, hook));

@@ -30,6 +30,7 @@ from cclab.compare import (
     parse_engines,
     parse_scheme_pairs,
 )
+from cclab.engines import add_tolerance_argument
 
 NAME = "compare"
 HELP = (
@@ -62,6 +63,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--json", action="store_true", help="print the comparison as JSON")
     add_trace_arguments(parser, "each run (the report then draws both engines' cwnd together)")
+    add_tolerance_argument(parser)
     add_set_argument(parser)
 
 
@@ -123,6 +125,7 @@ def execute(args: argparse.Namespace) -> int:
                 overrides=overrides_of(args),
                 out=args.out,
                 trace=trace,
+                tolerance_us=args.tolerance_us,
                 on_start=started,
                 progress=progress,
                 command=["cclab", *sys.argv[1:]],

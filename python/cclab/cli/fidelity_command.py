@@ -17,8 +17,15 @@ from cclab.archive import RUNS_ENV
 from cclab.batch import PlanError
 from cclab.cli.common import CommandError, make_console
 from cclab.cli.progress_bar import ProgressBar
-from cclab.engines import EMU, SIM
-from cclab.fidelity import QUICK_DURATION, SCHEMES, TABLE_FILE, FidelityResult, run_fidelity
+from cclab.engines import EMU, SIM, add_tolerance_argument
+from cclab.fidelity import (
+    QUICK_DURATION,
+    REFEREE_TOLERANCE_US,
+    SCHEMES,
+    TABLE_FILE,
+    FidelityResult,
+    run_fidelity,
+)
 
 NAME = "fidelity"
 HELP = (
@@ -61,6 +68,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="NAME,NAME",
         help="only these scenarios, by their names in the table (pantheon-1flow, "
         "fidelity/rtt-mix; default the whole suite)",
+    )
+    add_tolerance_argument(
+        parser,
+        default=REFEREE_TOLERANCE_US,
+        default_text=f"{REFEREE_TOLERANCE_US}, every packet on time: a referee adds no noise",
     )
     parser.add_argument(
         "--out",
@@ -169,6 +181,7 @@ def execute(args: argparse.Namespace) -> int:
                 duration=args.duration,
                 schemes=schemes,
                 only=only,
+                tolerance_us=args.tolerance_us,
                 out=args.out,
                 on_start=started,
                 progress=progress,

@@ -18,7 +18,7 @@ from cclab.cli.common import (
 )
 from cclab.cli.progress_bar import ProgressBar
 from cclab.cli.summary_table import summary_table
-from cclab.engines import add_engine_argument
+from cclab.engines import EMU, add_engine_argument, add_tolerance_argument, engine_named
 
 NAME = "run"
 HELP = "simulate a scenario, print a per-flow summary and write a run directory"
@@ -46,6 +46,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "simulator's packets as synthetic IP/TCP headers with their sequence and acknowledgment "
         "numbers (implies --log-packets), the emulator's real packets crossing its link",
     )
+    add_tolerance_argument(parser)
     add_set_argument(parser)
     add_engine_argument(parser)
 
@@ -56,6 +57,11 @@ def execute(args: argparse.Namespace) -> int:
     if args.pcap is not None and not args.pcap.resolve().parent.is_dir():
         # Before the run, which may be long: the capture is written during or after it.
         raise CommandError(f"cannot write the capture {args.pcap}: its folder does not exist")
+    if args.tolerance_us is not None and not engine_named(args.engine).real_time:
+        raise CommandError(
+            f"--tolerance-us is the emulator's (--engine {EMU.name}); the {args.engine} engine "
+            "delivers every packet at its model time"
+        )
     trace = trace_of(args)
     stderr = make_console(stderr=True)
     stderr.print(f"running {args.scenario}", highlight=False)
@@ -87,5 +93,6 @@ def run_scenario(
         progress=progress,
         engine=args.engine,
         pcap=args.pcap,
+        tolerance_us=args.tolerance_us,
         **overrides_of(args),
     )
