@@ -120,10 +120,11 @@ QUICK: tuple[tuple[str, tuple[str, ...]], ...] = (
 QUICK_DURATION = "5s"
 
 #: The emulator's timing tolerance in the suite, µs (`cclab.run`'s `tolerance_us`): 0, every
-#: packet released at its model time (p99 error ~20-40 µs here, against ~100 µs with the
-#: default window of 5/8 of a packet time). A referee should not add its own timing noise:
-#: at 100 Mbit/s the default window releases packets up to 75 µs early or late, which moves
-#: the 1-BDP mix's kernel BBR share (README, "Fidelity"). It costs ~5 % of a core more there.
+#: packet released at its model time or after (p99 error ~20-60 µs here, against ~100 µs with
+#: the default window of 5/8 of a packet time). A referee should add as little timing of its
+#: own as it can: at 100 Mbit/s the default window releases packets up to 75 µs early and
+#: merges half the data packets into pairs for the receiver (crates/emu/README.md, "The
+#: tolerance is also a model of the receiving NIC"). It costs ~5 % of a core more there.
 REFEREE_TOLERANCE_US = 0
 
 #: The files written beside `experiment.json`.
