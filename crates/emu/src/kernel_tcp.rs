@@ -22,8 +22,6 @@ use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 
 /// Bytes handed to the kernel per write/read call.
 const IO_CHUNK: usize = 1 << 20;
-/// Bytes the receiving application waits for before it is woken.
-const RCVLOWAT: libc::c_int = 256 * 1024;
 /// Longest blocking wait, so a stop is noticed promptly.
 const POLL_NS: u64 = 20_000_000;
 
@@ -254,9 +252,12 @@ pub fn receive(listener: TcpListener, clock: Clock, stop: &Stop) -> io::Result<A
     };
     drop(listener);
     conn.set_nonblocking(true)?;
-    // Wake only when a good chunk is waiting: the application's wake-ups are CPU the path
-    // threads need on a small machine, and the kernel still ACKs every segment as it arrives.
-    set_rcvlowat(&conn, RCVLOWAT)?;
+    // Woken by whatever arrives, as a bulk receiver (iperf3's) is. An SO_RCVLOWAT of 256 KiB
+    // here once saved the path threads' CPU and broke the flows it served: Linux sets the
+    // window clamp to it (tcp_set_rcvlowat), and while the window was below it the reader
+    // woke only when the window had closed or at the poll's timeout, one window per round
+    // trip, so autotuning never grew it — kernel BBR at 1 Gbit/s × 20 ms then sat at 77
+    // Mbit/s for seconds (crates/emu/README.md, "The receiving application").
     let mut buf = vec![0u8; IO_CHUNK];
     while !stop.now() {
         match (&conn).read(&mut buf) {
@@ -272,22 +273,6 @@ pub fn receive(listener: TcpListener, clock: Clock, stop: &Stop) -> io::Result<A
         }
     }
     Ok(got)
-}
-
-/// SO_RCVLOWAT. Raw libc: nix has no SO_RCVLOWAT option.
-fn set_rcvlowat(sock: impl AsFd, bytes: libc::c_int) -> io::Result<()> {
-    let size = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-    // SAFETY: an int option, passed by a pointer to a live int of the size given.
-    Errno::result(unsafe {
-        libc::setsockopt(
-            sock.as_fd().as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_RCVLOWAT,
-            (&bytes as *const libc::c_int).cast(),
-            size,
-        )
-    })?;
-    Ok(())
 }
 
 /// A TCP socket in the calling thread's namespace with congestion control `cc`.

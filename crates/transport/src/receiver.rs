@@ -47,13 +47,7 @@ pub struct ReceiverConfig {
 
 impl Default for ReceiverConfig {
     fn default() -> Self {
-        ReceiverConfig {
-            delayed_ack: true,
-            ato_min: ATO_MIN,
-            push_ack: true,
-            read_interval: 20 * MS,
-            sack_compression: true,
-        }
+        ReceiverConfig { delayed_ack: true, ato_min: ATO_MIN, push_ack: true, read_interval: 0, sack_compression: true }
     }
 }
 
@@ -572,7 +566,11 @@ mod tests {
 
     /// A receiver that has used up its quick ACKs: 16 packets acked one by one at `t0`.
     fn past_quickack(t0: Time) -> (Receiver, u64) {
-        let mut r = Receiver::new(ReceiverConfig::default());
+        past_quickack_with(t0, ReceiverConfig::default())
+    }
+
+    fn past_quickack_with(t0: Time, cfg: ReceiverConfig) -> (Receiver, u64) {
+        let mut r = Receiver::new(cfg);
         for i in 0..16 {
             assert!(r.on_data(t0 + i, &pkt(i, i * 1000)).is_some(), "quick ACK {i}");
         }
@@ -603,9 +601,11 @@ mod tests {
         // so that tcp_cleanup_rbuf() will send an ACK immediately if the app reads all of the
         // data and is not ping-pong"; net/ipv4/tcp.c, __tcp_cleanup_rbuf: with an ACK
         // scheduled, `copied > 0 && (pending & ICSK_ACK_PUSHED) && !pingpong &&
-        // !atomic_read(&sk->sk_rmem_alloc)` → tcp_send_ack. Reads every 20 ms here.
+        // !atomic_read(&sk->sk_rmem_alloc)` → tcp_send_ack. An application reading every 20
+        // ms here (the default reads at each arrival: `push_ack_off_or_reads_at_arrival`).
+        let every_20ms = ReceiverConfig { read_interval: 20 * MS, ..Default::default() };
         let pushed = |id: u64| DataPacket { push: true, ..pkt(id, id * 1000) };
-        let (mut r, n) = past_quickack(0);
+        let (mut r, n) = past_quickack_with(0, every_20ms);
         assert!(r.on_data(5 * MS, &pushed(n)).is_none(), "not at arrival: at the next read");
         assert_eq!(r.next_timeout(), Some(20 * MS), "the read at 20 ms comes before the ATO (45 ms)");
         let a = r.on_timeout(20 * MS).expect("the read's ACK");
@@ -625,7 +625,7 @@ mod tests {
         // A short segment (below rcv_mss), PSH or not, ends a write too: tcp_measure_rcv_mss's
         // other branch sets ICSK_ACK_PUSHED (before 6.6 as well), so it goes at the read.
         for push in [true, false] {
-            let (mut r, n) = past_quickack(0);
+            let (mut r, n) = past_quickack_with(0, every_20ms);
             let short = DataPacket { len: 500, push, ..pkt(n, n * 1000) };
             assert!(r.on_data(5 * MS, &short).is_none());
             assert_eq!(r.next_timeout(), Some(20 * MS), "push {push}");
@@ -645,7 +645,7 @@ mod tests {
         let mut r = quick(ReceiverConfig { push_ack: false, ..Default::default() });
         assert!(r.on_data(5 * MS, &pushed(16)).is_none());
         assert_eq!(r.next_timeout(), Some(45 * MS), "PSH ignored: the delayed-ACK timer");
-        let mut r = quick(ReceiverConfig { read_interval: 0, ..Default::default() });
+        let mut r = quick(ReceiverConfig::default());
         assert!(r.on_data(5 * MS, &pushed(16)).is_some(), "an application blocked in read()");
         assert!(r.on_data(6 * MS, &pkt(17, 17_000)).is_none(), "PUSHED went with that ACK");
     }
@@ -655,7 +655,10 @@ mod tests {
         // __tcp_ack_snd_check: "(tp->rcv_nxt - tp->rcv_wup) > inet_csk(sk)->icsk_ack.rcv_mss",
         // with rcv_mss the largest segment seen (tcp_measure_rcv_mss). Short segments of
         // changing lengths: two of them are not more than one rcv_mss, so a third is needed ...
-        let (mut r, n) = past_quickack(0);
+        // (an application that reads every 20 ms, so that a short segment, which ends a write,
+        // waits for the read rather than being acknowledged as it is read at arrival).
+        let every_20ms = ReceiverConfig { read_interval: 20 * MS, ..Default::default() };
+        let (mut r, n) = past_quickack_with(0, every_20ms);
         let seg = |id: u64, off: u64, len: u32| DataPacket { len, ..pkt(id, off) };
         let off = n * 1000;
         assert!(r.on_data(10, &seg(n, off, 500)).is_none());
@@ -663,11 +666,11 @@ mod tests {
         assert!(r.on_data(12, &seg(n + 2, off + 900, 300)).is_some(), "1200 bytes > one rcv_mss");
         // ... unless they repeat one length: "if (len == lss) { icsk->icsk_ack.rcv_mss = len;" —
         // the second 600-byte segment in a row makes 600 the MSS, and 1200 bytes are two.
-        let (mut r, n) = past_quickack(0);
+        let (mut r, n) = past_quickack_with(0, every_20ms);
         assert!(r.on_data(10, &seg(n, off, 600)).is_none());
         assert!(r.on_data(11, &seg(n + 1, off + 600, 600)).is_some(), "1200 > rcv_mss = 600");
         // Below TCP_MSS_DEFAULT with its header, a length that repeats with PSH is still no MSS.
-        let (mut r, n) = past_quickack(0);
+        let (mut r, n) = past_quickack_with(0, every_20ms);
         let pushed = |id: u64, off: u64| DataPacket { push: true, ..seg(id, off, 400) };
         assert!(r.on_data(10, &pushed(n, off)).is_none());
         assert!(r.on_data(11, &pushed(n + 1, off + 400)).is_none(), "800 bytes, rcv_mss still 1000");

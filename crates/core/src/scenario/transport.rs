@@ -128,11 +128,11 @@ pub struct Transport {
     #[serde(default = "default_true")]
     pub push_ack: bool,
     /// How often the receiving application reads, for `push_ack`: every `read_interval` of
-    /// the run's clock; "0s" reads each segment as it arrives (an application blocked in
-    /// read()). Default "20ms": the emulator's receiver (crates/emu, kernel_tcp.rs) sets
-    /// SO_RCVLOWAT to 256 KiB and polls with a 20 ms timeout, so below ~100 Mbit/s it reads
-    /// every 20 ms; measured on the Nepal path, the kernel's lone ACKs of pushed segments
-    /// left 0–20 ms after the segment arrived, spread evenly (README.md, "The lossy Nepal path").
+    /// the run's clock; default "0s", each segment as it arrives: an application blocked in
+    /// read() or poll(), as the emulator's receiver (crates/emu, kernel_tcp.rs) and iperf3
+    /// are. A period models one that reads on a timer (the emulator's receiver once did,
+    /// every 20 ms below ~100 Mbit/s, and the kernel's lone ACKs of pushed segments then left
+    /// 0–20 ms after the segment arrived: README.md, "The lossy Nepal path").
     #[serde(default = "default_read_interval")]
     pub read_interval: Dur,
     /// Compress the ACKs of out-of-order data as Linux does since 4.18 (net.ipv4.
@@ -169,7 +169,7 @@ fn default_rmem_max() -> Bytes {
     Bytes(32 << 20)
 }
 fn default_read_interval() -> Dur {
-    Dur::from_millis(20)
+    Dur(0)
 }
 fn default_true() -> bool {
     true
@@ -213,7 +213,7 @@ mod tests {
         assert_eq!((s.transport.prr, s.transport.tlp, s.transport.rmem_max), (true, true, Bytes(33_554_432)));
         assert!(s.transport.rack);
         assert_eq!(s.transport.recovery, RecoveryModel::Linux);
-        assert_eq!((s.transport.push_ack, s.transport.read_interval), (true, Dur(20_000_000)));
+        assert_eq!((s.transport.push_ack, s.transport.read_interval), (true, Dur(0)));
         assert!(s.transport.sack_compression);
         assert_eq!(s.transport.default_rwnd(), 20 << 20, "tcp_win_from_space at scaling_ratio 160");
         let text = format!(
