@@ -1,8 +1,10 @@
-//! What the flows' endpoint threads share: the run's stop signal and their byte counts.
+//! What the flows' endpoint threads share: the run's start line, its stop signal and their
+//! byte counts.
 
 use crate::sys::Clock;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
 
 /// Set when the run ends or fails; every endpoint thread polls it at least every 20 ms.
 #[derive(Clone, Debug, Default)]
@@ -34,6 +36,48 @@ impl Stop {
             }
             clock.sleep_until(t.min(now + SLEEP_SLICE_NS));
         }
+    }
+}
+
+/// Where the run's threads wait for its clock to start. Creating a thread, entering a namespace
+/// and opening a socket take milliseconds on a busy machine, tens of them for a few dozen
+/// flows; before this line a flow planned to start at 0 connected up to 120 ms late (and the
+/// others at random times between), so the first round trips met a queue the scenario does
+/// not describe. Each thread prepares, then `arrive`s; the clock starts once all have.
+#[derive(Debug, Default)]
+pub struct StartLine {
+    arrived: AtomicUsize,
+    clock: OnceLock<Clock>,
+}
+
+impl StartLine {
+    /// A prepared thread's arrival: blocks until the clock starts, then returns it.
+    pub fn arrive(&self) -> Clock {
+        self.arrived.fetch_add(1, Ordering::AcqRel);
+        *self.clock.wait()
+    }
+
+    /// Waits until `n` threads have arrived or `limit` has passed; whether all did.
+    pub fn gather(&self, n: usize, limit: Duration) -> bool {
+        let until = Instant::now() + limit;
+        while self.arrived.load(Ordering::Acquire) < n {
+            if Instant::now() >= until {
+                return false;
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        true
+    }
+
+    /// Starts the run's clock and lets every thread at the line go. Called exactly once, also
+    /// when `gather` failed: a thread at the line waits for it.
+    pub fn start(&self, clock: Clock) {
+        self.clock.set(clock).expect("the start line is started once");
+    }
+
+    /// The clock, once started.
+    pub fn clock(&self) -> Option<Clock> {
+        self.clock.get().copied()
     }
 }
 

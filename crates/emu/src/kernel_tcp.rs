@@ -235,8 +235,16 @@ pub fn listen(ns: &NetNs, port: u16) -> io::Result<TcpListener> {
     })
 }
 
-/// Accepts one connection and reads it to the end (or until the run stops).
-pub fn receive(listener: TcpListener, clock: Clock, stop: &Stop) -> io::Result<AppBytes> {
+/// An endpoint's buffer for its reads or writes, its pages touched now, before the run's clock
+/// starts: touched at a flow's first data instead, 1 MiB of page faults (~0.3 ms) a thread,
+/// queued behind each other on a busy CPU, spread twenty flows' first writes over 5-10 ms.
+pub fn io_buffer() -> Vec<u8> {
+    vec![0x5a; IO_CHUNK]
+}
+
+/// Accepts one connection and reads it to the end (or until the run stops) into `buf` (from
+/// [`io_buffer`]).
+pub fn receive(listener: TcpListener, mut buf: Vec<u8>, clock: Clock, stop: &Stop) -> io::Result<AppBytes> {
     let mut got = AppBytes::default();
     let conn = loop {
         if stop.now() {
@@ -258,7 +266,6 @@ pub fn receive(listener: TcpListener, clock: Clock, stop: &Stop) -> io::Result<A
     // woke only when the window had closed or at the poll's timeout, one window per round
     // trip, so autotuning never grew it — kernel BBR at 1 Gbit/s × 20 ms then sat at 77
     // Mbit/s for seconds (crates/emu/README.md, "The receiving application").
-    let mut buf = vec![0u8; IO_CHUNK];
     while !stop.now() {
         match (&conn).read(&mut buf) {
             Ok(0) => break,
@@ -287,18 +294,18 @@ pub(crate) fn tcp_socket(cc: &str) -> io::Result<OwnedFd> {
     Ok(sock)
 }
 
-/// Connects at `start`, sends as fast as the connection allows until `stop_at`, then aborts.
-/// Runs on a thread already inside the sender's namespace.
-/// TCP_INFO is read every `sample_ns`.
+/// Connects `sock` (from [`tcp_socket`], in the sender's namespace) at `start`, sends `buf`
+/// (from [`io_buffer`]) over and over as fast as the connection allows until `stop_at`, then
+/// aborts. TCP_INFO is read every `sample_ns`.
 pub fn send(
-    cc: &str,
+    sock: OwnedFd,
+    buf: Vec<u8>,
     port: u16,
     clock: Clock,
     (start, stop_at): (u64, u64),
     sample_ns: u64,
     stop: &Stop,
 ) -> io::Result<TcpTrace> {
-    let sock = tcp_socket(cc)?;
     let mut trace = TcpTrace::default();
     if !stop.sleep_until(clock, start) {
         return Ok(trace);
@@ -322,7 +329,6 @@ pub fn send(
         let e = io::Error::from_raw_os_error(err);
         return Err(io::Error::new(e.kind(), format!("connecting to port {port}: {e}")));
     }
-    let buf = vec![0x5au8; IO_CHUNK];
     let mut next_sample = clock.now();
     loop {
         let now = clock.now();

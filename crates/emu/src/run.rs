@@ -9,7 +9,7 @@
 
 use crate::capacity::{self, Capacity};
 use crate::capture::{CaptureFile, SharedTap};
-use crate::endpoint::{AppBytes, Stop};
+use crate::endpoint::{AppBytes, StartLine, Stop};
 use crate::netns::DevCounters;
 use crate::path::{
     run_paths, Bundle, CaptureAt, FlowTable, Path, PathConfig, PathStats, ThreadConfig, ThreadStats, Transport,
@@ -38,6 +38,9 @@ pub const BASE_PORT: u16 = 5000;
 pub const MAX_FLOWS: usize = (32768 - BASE_PORT as usize) - 1;
 /// How often the main thread wakes to start/stop programs, check children and report progress.
 const TICK: Duration = Duration::from_millis(20);
+/// How long the flows' threads may take to reach the start line: far more than thousands of
+/// them need; a thread that never arrives has failed in a way the run must report.
+const START_LIMIT: Duration = Duration::from_secs(30);
 
 #[derive(Clone, Debug)]
 pub struct EmuOptions {
@@ -418,12 +421,15 @@ pub fn run(
     let mut flow_ends = vec![FlowEnd::default(); plans.len()];
     let spin_ns = opts.spin_us * 1000;
     let tolerance_ns = opts.tolerance_us.map_or_else(|| timing::tolerance_ns(link_bps), |us| us * 1000);
-    let clock = Clock::start();
+    let line = StartLine::default();
     let cpu_start = sys::process_cpu_ns();
     type Outcome = (PathStats, PathStats, Vec<ThreadStats>, Vec<Vec<cclab_core::metrics::fct::Request>>);
     let outcome: Result<Outcome, EmuError> = std::thread::scope(|s| {
         let _stop_all = StopOnDrop(&[&stop_paths, &stop_flows]);
-        let forward = Path::new(
+        let line = &line;
+        // Threads that wait at the start line.
+        let mut gated = 0;
+        let forward = (
             PathConfig {
                 name: "data",
                 kind: PacketKind::Data,
@@ -443,11 +449,8 @@ pub fn run(
             },
             &topo.sender_tun,
             &topo.receiver_tun,
-            clock,
-            tx.clone(),
-            tap_ref,
         );
-        let reverse = Path::new(
+        let reverse = (
             PathConfig {
                 name: "ACK",
                 kind: PacketKind::Ack,
@@ -468,9 +471,6 @@ pub fn run(
             },
             &topo.receiver_tun,
             &topo.sender_tun,
-            clock,
-            tx.clone(),
-            tap_ref,
         );
         let th =
             ThreadConfig { spin_ns, tolerance_ns, pin: opts.pin_threads, rt_priority: opts.rt_priority, end: duration };
@@ -478,7 +478,16 @@ pub fn run(
         let groups = if opts.single_thread { vec![vec![forward, reverse]] } else { vec![vec![forward], vec![reverse]] };
         for group in groups {
             let (stop, tx) = (stop_paths.clone(), tx.clone());
-            path_threads.push(s.spawn(move || run_paths(group, th, stop, tx)));
+            gated += 1;
+            path_threads.push(s.spawn(move || {
+                let records = tx.clone();
+                let build = move |clock| {
+                    let build_one =
+                        |(cfg, input, output)| Path::new(cfg, input, output, clock, records.clone(), tap_ref);
+                    group.into_iter().map(build_one).collect()
+                };
+                run_paths(build, th, stop, tx, line)
+            }));
         }
 
         // Endpoints. Each thread reports its own failure, so the main loop hears of it at once.
@@ -492,10 +501,13 @@ pub fn run(
         let mut senders = Vec::new();
         for (i, l) in listeners {
             let (stop, tx) = (stop_flows.clone(), tx.clone());
+            gated += 1;
             receivers.push((
                 i,
                 s.spawn(move || {
-                    kernel_tcp::receive(l, clock, &stop).unwrap_or_else(|e| {
+                    let buf = kernel_tcp::io_buffer();
+                    let clock = line.arrive();
+                    kernel_tcp::receive(l, buf, clock, &stop).unwrap_or_else(|e| {
                         report(&tx, format!("flow {i} receiver"), e);
                         AppBytes::default()
                     })
@@ -506,9 +518,11 @@ pub fn run(
             let (stop, tx) = (stop_flows.clone(), tx.clone());
             let spec = &scenario.flows[plans[i].spec];
             let transport = &scenario.transport;
+            gated += 1;
             receivers.push((
                 i,
                 s.spawn(move || {
+                    let clock = line.arrive();
                     udp::receive(sock, spec, transport, clock, endpoint_rt, &stop).unwrap_or_else(|e| {
                         report(&tx, format!("flow {i} receiver"), e);
                         AppBytes::default()
@@ -534,9 +548,11 @@ pub fn run(
             let source = path.request_source(w);
             // Traced runs read each connection's TCP_INFO as a bulk kernel sender's.
             let sample_ns = opts.trace.map(|i| i.max(kernel_tcp::MIN_SAMPLE_NS));
+            gated += 1;
             clients.push(s.spawn(move || {
-                let got =
-                    ns.enter().and_then(|_| requests::client(cc, source, &conns, clock, (r.stop, sample_ns), &stop));
+                let entered = ns.enter();
+                let clock = line.arrive();
+                let got = entered.and_then(|_| requests::client(cc, source, &conns, clock, (r.stop, sample_ns), &stop));
                 got.unwrap_or_else(|e| {
                     report(&tx, format!("flows[{}] request client", r.spec), e);
                     Default::default()
@@ -552,9 +568,11 @@ pub fn run(
             let handle = match &p.scheme {
                 EmuScheme::Kernel(cc) => s.spawn(move || {
                     let sample_ns = opts.trace.map_or(kernel_tcp::SAMPLE_NS, |i| i.max(kernel_tcp::MIN_SAMPLE_NS));
-                    let r = ns
-                        .enter()
-                        .and_then(|_| kernel_tcp::send(cc, p.port, clock, (p.start, p.stop), sample_ns, &stop));
+                    let sock = ns.enter().and_then(|_| kernel_tcp::tcp_socket(cc));
+                    let buf = kernel_tcp::io_buffer();
+                    let clock = line.arrive();
+                    let when = (p.start, p.stop);
+                    let r = sock.and_then(|sock| kernel_tcp::send(sock, buf, p.port, clock, when, sample_ns, &stop));
                     match r {
                         Ok(tcp) => FlowEnd { tcp, ..Default::default() },
                         Err(e) => {
@@ -566,6 +584,8 @@ pub fn run(
                 EmuScheme::Cclab => {
                     let rng = path.flow_rng(p.id);
                     s.spawn(move || {
+                        let entered = ns.enter();
+                        let clock = line.arrive();
                         let when = udp::Schedule {
                             clock,
                             start: p.start,
@@ -575,7 +595,7 @@ pub fn run(
                             flow: p.id,
                         };
                         let transport = &scenario.transport;
-                        let r = ns.enter().and_then(|_| udp::send(spec, transport, p.port, rng, when, &stop));
+                        let r = entered.and_then(|_| udp::send(spec, transport, p.port, rng, when, &stop));
                         match r {
                             Ok(st) => FlowEnd { local_drops: st.local_drops, trace: st.trace, ..Default::default() },
                             Err(e) => {
@@ -587,12 +607,20 @@ pub fn run(
                 }
                 EmuScheme::Wrapper(_) => continue,
             };
+            gated += 1;
             senders.push((i, handle));
         }
 
+        // Every thread at the start line (made, in its namespace, its socket open); then time
+        // zero for all at once.
+        let all_ready = line.gather(gated, START_LIMIT);
+        let clock = Clock::start();
+        line.start(clock);
+
         // The main loop: records in, programs on schedule, progress out.
-        let mut failure: Option<EmuError> = None;
-        loop {
+        let mut failure = (!all_ready)
+            .then(|| EmuError::Failed(format!("the flows' threads were not ready within {} s", START_LIMIT.as_secs())));
+        while failure.is_none() {
             let now = clock.now();
             if now >= duration {
                 break;
@@ -669,7 +697,7 @@ pub fn run(
             }
         }
     }
-    let run_ns = clock.now();
+    let run_ns = line.clock().map_or(0, |c| c.now());
     let process_cpu_ns = sys::process_cpu_ns().saturating_sub(cpu_start);
     let (mut forward, reverse, threads, request_logs) = outcome?;
     collector.set_requests(requests::merge(request_logs));
