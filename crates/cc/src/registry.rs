@@ -38,6 +38,7 @@ pub const GENERIC_FLOW_KEYS: &[&str] = &[
     "count",
     "start",
     "every",
+    "start_jitter",
     "stop",
     "leave",
     "extra_rtt",

@@ -93,4 +93,6 @@ pub mod stream {
     /// connections are busy, which depends on the path and the end hosts, never shifts the
     /// arrival times and sizes the configurations of a comparison share.
     pub const REQUEST_CONNECTIONS: u64 = 4_000_000;
+    /// Flow `i`'s start jitter (`[[flows]] start_jitter`) draws from `START + i`.
+    pub const START: u64 = 5_000_000;
 }

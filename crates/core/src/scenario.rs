@@ -6,6 +6,7 @@
 //! and scheme options are checked by the controller registry (crate `cclab-cc`), which reports
 //! through the same [`ScenarioError`] type.
 
+use crate::rng::{stream, Rng};
 use crate::units::{Bytes, Dur, QueueSize, Rate};
 pub use queues::{CodelParams, FqCodelParams, PieParams, PrioBy, PrioParams, RedParams, SfqParams, TokenBucketParams};
 
@@ -262,6 +263,12 @@ pub struct FlowSpec {
     /// Gap between the arrivals of consecutive flows of this entry.
     #[serde(default)]
     pub every: Dur,
+    /// Each flow's start is later by a draw uniform in [0, start_jitter] (the seed's stream
+    /// `START + flow id`, so both engines start it at the same time): applications never start
+    /// to the microsecond together, and flows that do can all meet a knife edge (HyStart's
+    /// delay threshold, a phase of the link) the same way. Default 0.
+    #[serde(default)]
+    pub start_jitter: Dur,
     /// Absolute time at which the flows stop sending (default: the end of the scenario).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop: Option<Dur>,
@@ -833,7 +840,11 @@ impl Scenario {
                 errs.push(src.error(&at("count"), "must be at least 1"));
             }
             // Saturating: a huge `every` × `count` is an error below, not a wrapped time.
-            let last_start = f.start.0.saturating_add(f.every.0.saturating_mul(f.count.max(1) as u64 - 1));
+            let last_start = f
+                .start
+                .0
+                .saturating_add(f.every.0.saturating_mul(f.count.max(1) as u64 - 1))
+                .saturating_add(f.start_jitter.0);
             if last_start >= self.duration.0 {
                 errs.push(src.error(
                     &at("start"),
@@ -856,6 +867,11 @@ impl Scenario {
             if f.leave == Leave::Lifo {
                 if f.every.0 == 0 {
                     errs.push(src.error(&at("every"), "`leave = \"lifo\"` needs a gap `every` (e.g. \"1s\")"));
+                } else if f.start_jitter.0 >= f.every.0 {
+                    errs.push(src.error(
+                        &at("start_jitter"),
+                        format!("with `leave = \"lifo\"` must be less than `every` ({}), so each flow starts before it leaves", f.every),
+                    ));
                 }
                 let last_leave = f.start.0.saturating_add(f.every.0.saturating_mul(2 * f.count as u64 - 1));
                 if last_leave > self.duration.0 {
@@ -953,18 +969,18 @@ impl Scenario {
                 _ => f.count as u64,
             };
             for k in 0..n {
-                let start = f.start.0 + k * f.every.0;
+                let id = out.len() as u32;
+                let jitter = match f.start_jitter.0 {
+                    0 => 0,
+                    j => Rng::derive(self.seed, stream::START + id as u64).below(j + 1),
+                };
+                let start = f.start.0 + k * f.every.0 + jitter;
                 let stop = match (f.leave, f.stop) {
                     (Leave::Lifo, _) => f.start.0 + (2 * n - 1 - k) * f.every.0,
                     (_, Some(s)) => s.0,
                     _ => self.duration.0,
                 };
-                out.push(FlowInstance {
-                    id: out.len() as u32,
-                    spec: si,
-                    start: Dur(start),
-                    stop: Dur(stop.min(self.duration.0)),
-                });
+                out.push(FlowInstance { id, spec: si, start: Dur(start), stop: Dur(stop.min(self.duration.0)) });
             }
         }
         out
@@ -1018,6 +1034,36 @@ mod message_tests {
         let e = Scenario::parse(text, "t.toml").unwrap_err().to_string();
         assert!(e.contains("field `link.rate`: 1000000Gbps is faster than any link"), "{e}");
         assert!(e.contains("field `flows[0].start`"), "{e}");
+    }
+
+    #[test]
+    fn start_jitter_delays_each_flow_by_its_own_seeded_draw() {
+        let text = |seed: u64| {
+            format!(
+                "seed = {seed}\nduration = \"10s\"\n[link]\nrate = \"12Mbps\"\n[[flows]]\nscheme = \"cubic\"\n\
+                 count = 50\nstart = \"1s\"\nevery = \"10ms\"\nstart_jitter = \"5ms\"\n"
+            )
+        };
+        let starts = |seed: u64| -> Vec<u64> {
+            Scenario::parse(&text(seed), "t.toml").unwrap().flow_instances().iter().map(|f| f.start.0).collect()
+        };
+        let (a, b) = (starts(1), starts(2));
+        let mut offsets = Vec::new();
+        for (k, &t) in a.iter().enumerate() {
+            let planned = 1_000_000_000 + k as u64 * 10_000_000;
+            assert!((planned..=planned + 5_000_000).contains(&t), "flow {k} starts at {t}");
+            offsets.push(t - planned);
+        }
+        // Spread over the window (50 uniform draws: the chance that all fall in one half is 2^-49),
+        // the same for the same seed, another for another seed.
+        assert!(offsets.iter().any(|&o| o < 2_500_000) && offsets.iter().any(|&o| o > 2_500_000), "{offsets:?}");
+        assert_eq!(a, starts(1));
+        assert_ne!(a, b);
+        // With `leave = "lifo"`, a flow must start before it leaves.
+        let lifo = "seed = 1\nduration = \"10s\"\n[link]\nrate = \"12Mbps\"\n[[flows]]\nscheme = \"cubic\"\n\
+                    count = 3\nevery = \"1s\"\nleave = \"lifo\"\nstart_jitter = \"1s\"\n";
+        let e = Scenario::parse(lifo, "t.toml").unwrap_err().to_string();
+        assert!(e.contains("field `flows[0].start_jitter`: with `leave = \"lifo\"` must be less than `every`"), "{e}");
     }
 }
 
