@@ -67,6 +67,9 @@ def _physical(log: LinkLog) -> None:
 @example(text="1 + 1504\n2 - 1504 -7\n")
 @example(text="1 + 1e30\n")
 @example(text="1.0 + 1500 1000000000\n3.0 - 1500 2.0 1000000000\n")
+@example(text="+ 0 + 0 0 0\n")  # more fields than a line has: once an index, not an error
+@example(text="inf 0 + 0 0 0\n")
+@example(text="1 + 1500 1 \n")  # a trailing space
 def test_any_link_log_is_read_or_refused_by_file(tmp_path_factory, text):
     path = tmp_path_factory.mktemp("log") / "link.log"
     path.write_text(text)

@@ -169,6 +169,9 @@ def read_link_log(path: str | Path) -> LinkLog:
             header=None,
             names=["t", "op", "a", "b", "c"],
             skiprows=len(header),
+            # A line with more fields than these must be an error, not shift its first
+            # fields into the frame's index (the fuzzer's `+ 0 + 0 0 0`).
+            index_col=False,
             dtype={
                 "t": np.float64,
                 "op": "category",
