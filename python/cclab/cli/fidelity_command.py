@@ -72,7 +72,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_tolerance_argument(
         parser,
         default=REFEREE_TOLERANCE_US,
-        default_text=f"{REFEREE_TOLERANCE_US}, every packet on time: a referee adds no noise",
+        default_text=f"{REFEREE_TOLERANCE_US}, so a referee adds no timing noise of its own",
     )
     parser.add_argument(
         "--out",
