@@ -21,7 +21,7 @@
 //! time (the write), early or late, and the error is reported (`PathStats`), never hidden.
 
 use crate::capture::SharedTap;
-use crate::endpoint::{StartLine, Stop};
+use crate::endpoint::Stop;
 use crate::packet::{
     can_follow, mergeable, merged_headers, parse_ipv4, segment_count, tcp_segment_range, write_segment, Ipv4Info,
     Mergeable, PROTO_TCP, PROTO_UDP,
@@ -999,16 +999,22 @@ pub struct ThreadStats {
 /// Sleeping and spinning follow [`timing`]: each wake-up serves the model up to now and writes
 /// every departure due within the tolerance ahead, and is timed at the middle of the group it
 /// is for, so that one wake-up serves as many departures as it can.
-/// `realtime`: whether [`prepare_thread`] made the thread SCHED_FIFO.
 pub(crate) fn drive(
     mut paths: Vec<Path<'_>>,
     th: ThreadConfig,
-    realtime: bool,
     stop: &AtomicBool,
 ) -> io::Result<(Vec<PathStats>, ThreadStats)> {
+    sys::set_timer_slack_1ns();
+    if th.pin && sys::cpus_available() >= 2 {
+        // SAFETY: sched_getcpu has no arguments.
+        let cpu = unsafe { libc::sched_getcpu() };
+        if cpu >= 0 {
+            let _ = sys::pin_to_cpu(cpu as usize);
+        }
+    }
     let cpu_start = sys::thread_cpu_ns();
     let Some(clock) = paths.first().map(|p| p.clock) else { return Ok((Vec::new(), ThreadStats::default())) };
-    let mut duty = sys::RtDuty::new(realtime, &clock);
+    let mut duty = sys::RtDuty::start(th.rt_priority, &clock);
     let mut waiter = sys::Readiness::new(&paths.iter().map(|p| p.input.raw_fd()).collect::<Vec<_>>())?;
     let mut buf = vec![0u8; READ_BUF];
     let end = th.end;
@@ -1164,36 +1170,16 @@ fn look_ahead(paths: &[Path<'_>], tolerance: u64) -> Option<timing::Ahead> {
     Some(timing::Ahead { first, last, exact: exact == Some(first) })
 }
 
-/// The path thread's scheduling: 1 ns timer slack, pinned to its CPU (`th.pin`), SCHED_FIFO
-/// at `th.rt_priority` where allowed; whether it is real-time.
-fn prepare_thread(th: &ThreadConfig) -> bool {
-    sys::set_timer_slack_1ns();
-    if th.pin && sys::cpus_available() >= 2 {
-        // SAFETY: sched_getcpu has no arguments.
-        let cpu = unsafe { libc::sched_getcpu() };
-        if cpu >= 0 {
-            let _ = sys::pin_to_cpu(cpu as usize);
-        }
-    }
-    th.rt_priority.is_some_and(|p| sys::set_realtime(p).is_ok())
-}
-
-/// A path thread: prepares itself, waits at the start line, builds its paths on the run's
-/// clock, runs [`drive`] and reports a failure to the main thread.
-pub(crate) fn run_paths<'a>(
-    build: impl FnOnce(Clock) -> Vec<Path<'a>>,
+/// Runs [`drive`] and reports a failure to the main thread.
+pub(crate) fn run_paths(
+    paths: Vec<Path<'_>>,
     th: ThreadConfig,
     stop: Stop,
     tx: mpsc::Sender<Msg>,
-    line: &StartLine,
 ) -> (Vec<PathStats>, ThreadStats) {
-    // Real-time before the start line, so that at time zero this thread runs ahead of the
-    // endpoints released with it and reads their first packets as they are written.
-    let realtime = prepare_thread(&th);
-    let paths = build(line.arrive());
     let names: Vec<&str> = paths.iter().map(|p| p.cfg.name).collect::<Vec<_>>();
     let n = paths.len();
-    match drive(paths, th, realtime, stop.flag()) {
+    match drive(paths, th, stop.flag()) {
         Ok(s) => s,
         Err(e) => {
             let _ = tx.send(Msg::Failed(format!("the {} path stopped: {e}", names.join("/"))));

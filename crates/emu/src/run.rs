@@ -429,67 +429,6 @@ pub fn run(
         let line = &line;
         // Threads that wait at the start line.
         let mut gated = 0;
-        let forward = (
-            PathConfig {
-                name: "data",
-                kind: PacketKind::Data,
-                uid_parity: 0,
-                flows: table.clone(),
-                access_delay: path.flows.iter().map(|f| f.access_delay.unwrap_or(0)).collect(),
-                unclassified_delay: 0,
-                loss: path.loss_stage(),
-                link: Some(path.bottleneck()),
-                prop: path.prop_line(),
-                merge: opts.receive_offload,
-                capture_at: CaptureAt::Read,
-                // The outbox's feedback returns over the reverse path's delay, as in the simulator.
-                bundle: path.inbox().map(|inbox| {
-                    Bundle::new(inbox, path.flows.iter().map(|f| f.bundled).collect(), path.reverse_delay)
-                }),
-            },
-            &topo.sender_tun,
-            &topo.receiver_tun,
-        );
-        let reverse = (
-            PathConfig {
-                name: "ACK",
-                kind: PacketKind::Ack,
-                uid_parity: 1,
-                flows: table.clone(),
-                access_delay: path.flows.iter().map(|f| f.reverse_delay).collect(),
-                unclassified_delay: path.reverse_delay,
-                // The ACK path is lossless (and a lossless stage never draws).
-                loss: Loss::new(0.0, path.loss_rng()),
-                // Uncongested, or queued behind the reverse trace's deliveries.
-                link: path.reverse_bottleneck(),
-                prop: DelayLine::new(0),
-                // GRO does not merge pure ACKs, and the ACK direction carries nothing else
-                // from kernel TCP.
-                merge: false,
-                capture_at: CaptureAt::Write,
-                bundle: None,
-            },
-            &topo.receiver_tun,
-            &topo.sender_tun,
-        );
-        let th =
-            ThreadConfig { spin_ns, tolerance_ns, pin: opts.pin_threads, rt_priority: opts.rt_priority, end: duration };
-        let mut path_threads = Vec::new();
-        let groups = if opts.single_thread { vec![vec![forward, reverse]] } else { vec![vec![forward], vec![reverse]] };
-        for group in groups {
-            let (stop, tx) = (stop_paths.clone(), tx.clone());
-            gated += 1;
-            path_threads.push(s.spawn(move || {
-                let records = tx.clone();
-                let build = move |clock| {
-                    let build_one =
-                        |(cfg, input, output)| Path::new(cfg, input, output, clock, records.clone(), tap_ref);
-                    group.into_iter().map(build_one).collect()
-                };
-                run_paths(build, th, stop, tx, line)
-            }));
-        }
-
         // Endpoints. Each thread reports its own failure, so the main loop hears of it at once.
         // cclab's UDP endpoints run just below the path threads' real-time priority; the kernel
         // flows' bulk applications need no timing of their own.
@@ -611,10 +550,69 @@ pub fn run(
             senders.push((i, handle));
         }
 
-        // Every thread at the start line (made, in its namespace, its socket open); then time
-        // zero for all at once.
+        // Every endpoint at the start line (made, in its namespace, its socket open); then time
+        // zero, the path threads (as they always started, with the clock), and the endpoints
+        // released.
         let all_ready = line.gather(gated, START_LIMIT);
         let clock = Clock::start();
+        let forward = Path::new(
+            PathConfig {
+                name: "data",
+                kind: PacketKind::Data,
+                uid_parity: 0,
+                flows: table.clone(),
+                access_delay: path.flows.iter().map(|f| f.access_delay.unwrap_or(0)).collect(),
+                unclassified_delay: 0,
+                loss: path.loss_stage(),
+                link: Some(path.bottleneck()),
+                prop: path.prop_line(),
+                merge: opts.receive_offload,
+                capture_at: CaptureAt::Read,
+                // The outbox's feedback returns over the reverse path's delay, as in the simulator.
+                bundle: path.inbox().map(|inbox| {
+                    Bundle::new(inbox, path.flows.iter().map(|f| f.bundled).collect(), path.reverse_delay)
+                }),
+            },
+            &topo.sender_tun,
+            &topo.receiver_tun,
+            clock,
+            tx.clone(),
+            tap_ref,
+        );
+        let reverse = Path::new(
+            PathConfig {
+                name: "ACK",
+                kind: PacketKind::Ack,
+                uid_parity: 1,
+                flows: table.clone(),
+                access_delay: path.flows.iter().map(|f| f.reverse_delay).collect(),
+                unclassified_delay: path.reverse_delay,
+                // The ACK path is lossless (and a lossless stage never draws).
+                loss: Loss::new(0.0, path.loss_rng()),
+                // Uncongested, or queued behind the reverse trace's deliveries.
+                link: path.reverse_bottleneck(),
+                prop: DelayLine::new(0),
+                // GRO does not merge pure ACKs, and the ACK direction carries nothing else
+                // from kernel TCP.
+                merge: false,
+                capture_at: CaptureAt::Write,
+                bundle: None,
+            },
+            &topo.receiver_tun,
+            &topo.sender_tun,
+            clock,
+            tx.clone(),
+            tap_ref,
+        );
+        let th =
+            ThreadConfig { spin_ns, tolerance_ns, pin: opts.pin_threads, rt_priority: opts.rt_priority, end: duration };
+        let mut path_threads = Vec::new();
+        let groups = if opts.single_thread { vec![vec![forward, reverse]] } else { vec![vec![forward], vec![reverse]] };
+        for group in groups {
+            let (stop, tx) = (stop_paths.clone(), tx.clone());
+            path_threads.push(s.spawn(move || run_paths(group, th, stop, tx)));
+        }
+
         line.start(clock);
 
         // The main loop: records in, programs on schedule, progress out.

@@ -130,11 +130,7 @@ impl RtDuty {
 
     /// Tries to make the calling thread SCHED_FIFO at `prio`; stays ordinary if not allowed.
     pub fn start(prio: Option<i32>, clock: &Clock) -> RtDuty {
-        RtDuty::new(prio.is_some_and(|p| set_realtime(p).is_ok()), clock)
-    }
-
-    /// The duty of a thread already made real-time (`enabled`) or not.
-    pub fn new(enabled: bool, clock: &Clock) -> RtDuty {
+        let enabled = prio.is_some_and(|p| set_realtime(p).is_ok());
         RtDuty { enabled, mark_wall: clock.now(), mark_cpu: Some(thread_cpu_ns()), waited: 0 }
     }
 
