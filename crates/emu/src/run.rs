@@ -427,8 +427,6 @@ pub fn run(
     let outcome: Result<Outcome, EmuError> = std::thread::scope(|s| {
         let _stop_all = StopOnDrop(&[&stop_paths, &stop_flows]);
         let line = &line;
-        // Threads that wait at the start line.
-        let mut gated = 0;
         // Endpoints. Each thread reports its own failure, so the main loop hears of it at once.
         // cclab's UDP endpoints run just below the path threads' real-time priority; the kernel
         // flows' bulk applications need no timing of their own.
@@ -440,7 +438,6 @@ pub fn run(
         let mut senders = Vec::new();
         for (i, l) in listeners {
             let (stop, tx) = (stop_flows.clone(), tx.clone());
-            gated += 1;
             receivers.push((
                 i,
                 s.spawn(move || {
@@ -457,7 +454,6 @@ pub fn run(
             let (stop, tx) = (stop_flows.clone(), tx.clone());
             let spec = &scenario.flows[plans[i].spec];
             let transport = &scenario.transport;
-            gated += 1;
             receivers.push((
                 i,
                 s.spawn(move || {
@@ -487,7 +483,6 @@ pub fn run(
             let source = path.request_source(w);
             // Traced runs read each connection's TCP_INFO as a bulk kernel sender's.
             let sample_ns = opts.trace.map(|i| i.max(kernel_tcp::MIN_SAMPLE_NS));
-            gated += 1;
             clients.push(s.spawn(move || {
                 let entered = ns.enter();
                 let clock = line.arrive();
@@ -546,14 +541,13 @@ pub fn run(
                 }
                 EmuScheme::Wrapper(_) => continue,
             };
-            gated += 1;
             senders.push((i, handle));
         }
 
         // Every endpoint at the start line (made, in its namespace, its socket open); then time
         // zero, the path threads (as they always started, with the clock), and the endpoints
         // released.
-        let all_ready = line.gather(gated, START_LIMIT);
+        let all_ready = line.gather(receivers.len() + clients.len() + senders.len(), START_LIMIT);
         let clock = Clock::start();
         let forward = Path::new(
             PathConfig {
