@@ -139,7 +139,7 @@ fn cubic_grows_its_window_in_slow_start_and_sees_the_base_rtt() {
     assert!(later.clone().any(|i| col(&trace, "k")[i] > 0.0));
     // min RTT: the base RTT plus one packet's transmission at the bottleneck (1500 B at 12 Mbit/s
     // = 1 ms) plus at most the hosts' processing jitter on the data packet and on its ACK
-    // ([hosts] jitter; "auto" is one packet time, at most 1 ms) — nothing else stands in the way
+    // ([hosts] jitter; "auto" is one packet time, at most 20 µs) — nothing else stands in the way
     // of the first packet.
     let jitter_ms = cclab_engine::plan::PathPlan::resolve(&s).unwrap().host_jitter as f64 / 1e6;
     let min_rtt = trace.min_rtt_ms.iter().copied().filter(|x| x.is_finite()).fold(f64::INFINITY, f64::min);

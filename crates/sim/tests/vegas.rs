@@ -40,12 +40,14 @@ fn one_vegas_flow_keeps_between_alpha_and_beta_packets_queued() {
         out.metrics.total.packets_dropped
     );
     // Linux's α = 2, β = 4: the window stops moving while 2 ≤ diff ≤ 4, where diff is the
-    // truncated estimate cwnd·(rtt − baseRTT)/baseRTT of the flow's queued packets. The
-    // truncation lets the real queue sit up to one packet above β. After the slow-start
-    // overshoot has been worked off (one packet per RTT), the queue must stay in [α, β + 1].
+    // truncated estimate cwnd·(rtt − baseRTT)/baseRTT of the flow's queued packets, rtt the
+    // round's smallest sample. The truncation lets the queue that sample saw sit up to one
+    // packet above β, and each delayed ACK releases a pair whose second packet queues behind
+    // its first: one more. After the slow-start overshoot has been worked off (one packet per
+    // RTT), the queue must stay in [α, β + 1] on average and under β + 2 for any packet.
     assert!(mean(&q) >= 2.0 && mean(&q) <= 5.0, "mean queue {:.2}", mean(&q));
     assert!(
-        quantile(&q, 0.01) >= 1.0 && quantile(&q, 0.99) <= 5.0,
+        quantile(&q, 0.01) >= 1.0 && quantile(&q, 0.99) <= 6.0,
         "queue {:?}",
         (quantile(&q, 0.01), quantile(&q, 0.99))
     );
