@@ -309,7 +309,8 @@ fn refuses_without_privileges() {
         eprintln!("skipped: needs root and setpriv");
         return;
     }
-    let dir = temp_dir("nopriv");
+    let tmp = temp_dir("nopriv");
+    let dir = tmp.path();
     let scenario = dir.join("s.toml");
     std::fs::write(&scenario, "[link]\nrate = \"12Mbps\"\n[[flows]]\nscheme = \"kernel:cubic\"\n").unwrap();
     std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
@@ -326,7 +327,6 @@ fn refuses_without_privileges() {
     assert!(stderr.contains("the emulator cannot run here: it needs CAP_NET_ADMIN and CAP_SYS_ADMIN"), "{stderr}");
     assert!(stderr.contains("run it as root"), "{stderr}");
     std::fs::remove_file(bin).ok();
-    std::fs::remove_dir_all(dir).ok();
 }
 
 #[test]
@@ -424,10 +424,9 @@ fn tagged_wrapper(dir: &Path, tag: &str) -> PathBuf {
     path
 }
 
-fn temp_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("cclab-emu-test-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// A fresh folder that is removed when the test ends, also when it fails.
+fn temp_dir(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new().prefix(&format!("cclab-emu-test-{name}-")).tempdir().unwrap()
 }
 
 #[test]
@@ -436,7 +435,8 @@ fn wrapper_scheme_runs_an_external_program() {
     if !can_run() {
         return;
     }
-    let dir = temp_dir("wrapper");
+    let tmp = temp_dir("wrapper");
+    let dir = tmp.path();
     let tag = format!("cclabtag{}w", std::process::id());
     let wrapper = tagged_wrapper(&dir, &tag);
     let out = emulate(&format!(
@@ -462,12 +462,12 @@ fn wrapper_scheme_runs_an_external_program() {
     let last = (0..log.len()).filter(|&i| log.kind[i] == PacketKind::Data as u8).map(|i| log.sent[i]).max().unwrap();
     assert!(first >= 500_000_000 && last < 2_600_000_000, "sent from {first} to {last} ns");
     assert!(processes_with(&tag).is_empty(), "the programs are gone after the run");
-    std::fs::remove_dir_all(dir).ok();
 }
 
 #[test]
 fn bad_schemes_give_clear_errors() {
-    let dir = temp_dir("bad");
+    let tmp = temp_dir("bad");
+    let dir = tmp.path();
     let err =
         |text: &str| cclab_emu::parse_scenario(text, "s.toml", &toml::Table::new(), &dir).unwrap_err().to_string();
     let flows = |scheme: &str| format!("[link]\nrate = \"12Mbps\"\n[[flows]]\nscheme = \"{scheme}\"\n");
@@ -494,7 +494,6 @@ fn bad_schemes_give_clear_errors() {
         ),
         "{e}"
     );
-    std::fs::remove_dir_all(dir).ok();
 }
 
 /// Starts the `cclab-emu` binary on a long run with a kernel flow, a cclab flow and an
@@ -555,7 +554,8 @@ fn killed_runs_leave_nothing_behind() {
     if !can_run() {
         return;
     }
-    let dir = temp_dir("kill");
+    let tmp = temp_dir("kill");
+    let dir = tmp.path();
     let before = net_namespaces();
 
     // Ctrl-C: the run stops, removes everything and says it was interrupted.
@@ -598,7 +598,6 @@ fn killed_runs_leave_nothing_behind() {
     assert!(stderr.contains("flow 2 sender") && stderr.contains("killed by signal 9"), "{stderr}");
     assert_nothing_left(&tag, &before);
     assert!(!dir.join(format!("{tag}.pcapng")).exists() && !dir.join(format!(".{tag}.pcapng.partial")).exists());
-    std::fs::remove_dir_all(dir).ok();
 }
 
 /// mahimahi's paths in the emulator: ACKs queue behind a reverse trace (`mm-link UP DOWN`) and
@@ -610,7 +609,8 @@ fn reverse_trace_and_delay_jitter() {
     if !can_run() {
         return;
     }
-    let dir = temp_dir("reverse-trace");
+    let tmp = temp_dir("reverse-trace");
+    let dir = tmp.path();
     let trace = dir.join("ack.trace");
     // One 1500-byte ACK opportunity every 20 ms.
     std::fs::write(&trace, "20\n").unwrap();
@@ -656,7 +656,6 @@ fn reverse_trace_and_delay_jitter() {
     // No reordering: packets reach the receiver in the order they left the bottleneck.
     data.sort();
     assert!(data.windows(2).all(|w| w[0].1 <= w[1].1 + 200_000), "reordered");
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 /// The queue disciplines run in the emulator's bottleneck as in the simulator's: kernel Cubic
@@ -772,7 +771,8 @@ fn request_workload_over_kernel_tcp() {
     if !can_run() {
         return;
     }
-    let dir = temp_dir("requests");
+    let tmp = temp_dir("requests");
+    let dir = tmp.path();
     let cdf_file = dir.join("small.cdf");
     std::fs::write(&cdf_file, "0 0\n1000 0.6\n50000 1\n").unwrap();
     let text = format!(
@@ -845,7 +845,6 @@ fn request_workload_over_kernel_tcp() {
         .sum();
     let sent: u64 = reqs.iter().filter(|r| r.request.end.is_some()).map(|r| r.request.size.max(8)).sum();
     assert!(payload >= sent, "{payload} payload bytes delivered for {sent} bytes of completed requests");
-    std::fs::remove_dir_all(dir).ok();
 }
 
 /// An interrupted request run (Ctrl-C reaches `run` as an error from its progress callback)

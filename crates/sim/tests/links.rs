@@ -159,12 +159,13 @@ fn receive_window_caps_bytes_in_flight() {
     assert_eq!(out.metrics.total.packets_dropped, 0);
 }
 
-/// A mahimahi trace file in the temporary folder, one opportunity time (ms) per line.
-fn trace_file(name: &str, ms: &[u64]) -> std::path::PathBuf {
-    let path = std::env::temp_dir().join(format!("cclab-{}-{name}.trace", std::process::id()));
+/// A mahimahi trace file in the temporary folder, one opportunity time (ms) per line; removed
+/// when the returned path is dropped.
+fn trace_file(name: &str, ms: &[u64]) -> tempfile::TempPath {
     let text: String = ms.iter().map(|t| format!("{t}\n")).collect();
-    std::fs::write(&path, text).unwrap();
-    path
+    let file = tempfile::Builder::new().prefix(&format!("cclab-{name}-")).suffix(".trace").tempfile().unwrap();
+    std::fs::write(file.path(), text).unwrap();
+    file.into_temp_path()
 }
 
 #[test]

@@ -17,6 +17,7 @@ use scheme_support::delivered_bytes;
 /// so data may flow from 20.04 ms; a request issued before then waits for it.
 #[test]
 fn one_request_on_an_idle_link_takes_its_transfer_time_plus_one_rtt() {
+    let (_cdf_dir, cdf) = one_size_cdf(7240);
     let s = scenario(
         r#"
         duration = "2s"
@@ -34,7 +35,7 @@ fn one_request_on_an_idle_link_takes_its_transfer_time_plus_one_rtt() {
         [hosts]
         jitter = "0" # the exact transfer time below assumes no host delay
         "#
-        .replace("CDF_PLACEHOLDER", &one_size_cdf(7240))
+        .replace("CDF_PLACEHOLDER", &cdf)
         .as_str(),
     );
     let out = run(&s, false);
@@ -49,13 +50,14 @@ fn one_request_on_an_idle_link_takes_its_transfer_time_plus_one_rtt() {
     assert_eq!(out.metrics.total.packets_sent, 5, "five segments, no more");
 }
 
-/// A CDF file whose every draw is exactly `size` bytes (a jump from 0 to 1 at `size`).
-fn one_size_cdf(size: u64) -> String {
-    let dir = std::env::temp_dir().join(format!("cclab-cdf-{size}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("ONE_CDF");
+/// A CDF file whose every draw is exactly `size` bytes (a jump from 0 to 1 at `size`), in a
+/// folder removed when the returned guard is dropped.
+fn one_size_cdf(size: u64) -> (tempfile::TempDir, String) {
+    let dir = tempfile::Builder::new().prefix("cclab-cdf-").tempdir().unwrap();
+    let path = dir.path().join("ONE_CDF");
     std::fs::write(&path, format!("{size} 0\n{size} 1\n")).unwrap();
-    path.display().to_string()
+    let path = path.display().to_string();
+    (dir, path)
 }
 
 /// The offered load the simulator issues is the scenario's: TINY (mean 2,500 B) at 48 Mbit/s
