@@ -313,7 +313,7 @@ fn refuses_without_privileges() {
     let dir = tmp.path();
     let scenario = dir.join("s.toml");
     std::fs::write(&scenario, "[link]\nrate = \"12Mbps\"\n[[flows]]\nscheme = \"kernel:cubic\"\n").unwrap();
-    std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(dir, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let bin = std::env::temp_dir().join(format!("cclab-emu-nopriv-{}", std::process::id()));
     std::fs::copy(env!("CARGO_BIN_EXE_cclab-emu"), &bin).unwrap();
     let out = Command::new("setpriv")
@@ -438,7 +438,7 @@ fn wrapper_scheme_runs_an_external_program() {
     let tmp = temp_dir("wrapper");
     let dir = tmp.path();
     let tag = format!("cclabtag{}w", std::process::id());
-    let wrapper = tagged_wrapper(&dir, &tag);
+    let wrapper = tagged_wrapper(dir, &tag);
     let out = emulate(&format!(
         r#"
         duration = "3s"
@@ -469,7 +469,7 @@ fn bad_schemes_give_clear_errors() {
     let tmp = temp_dir("bad");
     let dir = tmp.path();
     let err =
-        |text: &str| cclab_emu::parse_scenario(text, "s.toml", &toml::Table::new(), &dir).unwrap_err().to_string();
+        |text: &str| cclab_emu::parse_scenario(text, "s.toml", &toml::Table::new(), dir).unwrap_err().to_string();
     let flows = |scheme: &str| format!("[link]\nrate = \"12Mbps\"\n[[flows]]\nscheme = \"{scheme}\"\n");
     let e = err(&flows("kernel:cubci"));
     assert!(e.contains("s.toml:4: field `flows[0].scheme`: `cubci` is not a congestion control this kernel offers; did you mean `kernel:cubic`?"), "{e}");
@@ -560,7 +560,7 @@ fn killed_runs_leave_nothing_behind() {
 
     // Ctrl-C: the run stops, removes everything and says it was interrupted.
     let tag = format!("cclabtag{}i", std::process::id());
-    let mut child = start_long_run(&dir, &tag);
+    let mut child = start_long_run(dir, &tag);
     assert!(net_namespaces().len() >= before.len() + 2, "the run made its namespaces");
     // The capture is streamed under a temporary name while the run goes on: the file grows
     // (in 64 KB writes; at 12 Mbit/s that is a few per second).
@@ -579,7 +579,7 @@ fn killed_runs_leave_nothing_behind() {
 
     // SIGKILL: no handler runs; the kernel must do it all (anonymous namespaces, death signals).
     let tag = format!("cclabtag{}k", std::process::id());
-    let mut child = start_long_run(&dir, &tag);
+    let mut child = start_long_run(dir, &tag);
     kill(child.id(), libc::SIGKILL);
     child.wait().unwrap();
     assert_nothing_left(&tag, &before);
@@ -588,7 +588,7 @@ fn killed_runs_leave_nothing_behind() {
 
     // A child dies: the run notices, fails with a message naming it, and cleans up.
     let tag = format!("cclabtag{}c", std::process::id());
-    let child = start_long_run(&dir, &tag);
+    let child = start_long_run(dir, &tag);
     for pid in processes_with(&format!("send 10.64.0.2 5002 {tag}")) {
         kill(pid, libc::SIGKILL);
     }
@@ -801,7 +801,7 @@ fn request_workload_over_kernel_tcp() {
     // The arrivals are the simulator's: the same RequestSource on the same seed streams gives
     // the same times and sizes (a connection drawn when all 20 are busy comes from a stream
     // of its own, so it would not change them).
-    let s = scenario(&text, &dir);
+    let s = scenario(&text, dir);
     let plan = cclab_engine::plan::PathPlan::resolve(&s).unwrap();
     let mut src = plan.request_source(0);
     let mut want = Vec::new();
