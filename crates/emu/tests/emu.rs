@@ -468,8 +468,7 @@ fn wrapper_scheme_runs_an_external_program() {
 fn bad_schemes_give_clear_errors() {
     let tmp = temp_dir("bad");
     let dir = tmp.path();
-    let err =
-        |text: &str| cclab_emu::parse_scenario(text, "s.toml", &toml::Table::new(), dir).unwrap_err().to_string();
+    let err = |text: &str| cclab_emu::parse_scenario(text, "s.toml", &toml::Table::new(), dir).unwrap_err().to_string();
     let flows = |scheme: &str| format!("[link]\nrate = \"12Mbps\"\n[[flows]]\nscheme = \"{scheme}\"\n");
     let e = err(&flows("kernel:cubci"));
     assert!(e.contains("s.toml:4: field `flows[0].scheme`: `cubci` is not a congestion control this kernel offers; did you mean `kernel:cubic`?"), "{e}");

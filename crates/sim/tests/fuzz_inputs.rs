@@ -100,6 +100,7 @@ const KEYS: &[&str] = &[
     "undo",
     "handshake",
     "tso",
+    "pacing_credit",
     "prr",
     "tlp",
     "rmem_max",

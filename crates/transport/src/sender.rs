@@ -24,6 +24,8 @@ const TSO_RTT_LOG: u32 = 9;
 /// Linux's TCP_TIMEOUT_MIN (2 jiffies; HZ = 1000 assumed, as crates/cc's Cubic does): the PTO's
 /// allowance when more than one packet is out, and RACK's timer's beyond the last packet due.
 const TCP_TIMEOUT_MIN: Time = 2_000_000;
+/// Segments Linux sends before it paces (tcp_update_skb_after_send: tp->data_segs_out >= 10).
+const LINUX_UNPACED_SEGS: u64 = 10;
 /// Linux's initial tp->reordering (net.ipv4.tcp_reordering): SACKed packets after which RACK
 /// drops its reordering window.
 const RACK_REORDERING: u64 = 3;
@@ -62,6 +64,9 @@ pub struct SenderConfig {
     pub recovery: RecoveryModel,
     /// Set PSH where Linux's sender does for the receiver's `push_ack` ([`crate::push`]).
     pub push: bool,
+    /// Pace as Linux's TCP does for a controller that models a Linux module (`[transport]
+    /// pacing_credit`; [`Sender::pacing_gap`]).
+    pub pacing_credit: bool,
 }
 
 impl Default for SenderConfig {
@@ -81,6 +86,7 @@ impl Default for SenderConfig {
             rack: true,
             recovery: RecoveryModel::Linux,
             push: true,
+            pacing_credit: true,
         }
     }
 }
@@ -104,6 +110,7 @@ impl SenderConfig {
             rack: transport.rack,
             recovery: transport.recovery,
             push: transport.push_ack && spec.delayed_ack,
+            pacing_credit: transport.pacing_credit,
         }
     }
 }
@@ -282,9 +289,11 @@ pub struct Sender {
     cwnd_blocked_prev: bool,
     // Pacing: earliest departure time of the next packet.
     next_send_time: Time,
-    // The TSO burst under way: packets it may still send, all at `burst_at`.
+    // The TSO burst under way: packets it may still send, all at `burst_at`, and what is left
+    // of the pacing credit its late release earned (`pacing_gap`).
     burst_left: u64,
     burst_at: Time,
+    burst_credit: Time,
     last_send_time: Time,
     // Scratch buffers reused across ACKs.
     acked_buf: Vec<AckedPacket>,
@@ -345,6 +354,7 @@ impl Sender {
             next_send_time: 0,
             burst_left: 0,
             burst_at: 0,
+            burst_credit: 0,
             last_send_time: 0,
             acked_buf: Vec::new(),
             lost_buf: Vec::new(),
@@ -606,9 +616,10 @@ impl Sender {
                 // that closes mid-burst ends it, as Linux sizes the skb to the cwnd quota.
                 self.burst_left = self.tso_segs(rate);
                 self.burst_at = now;
+                self.burst_credit = now.saturating_sub(self.next_send_time);
             }
             self.burst_left -= 1;
-            let gap = (len as f64 / rate * 1e9) as Time;
+            let gap = self.pacing_gap(len, rate);
             self.next_send_time = self.next_send_time.max(now) + gap;
         }
         self.last_send_time = now;
@@ -691,6 +702,26 @@ impl Sender {
         self.rto_deadline = Some(now + self.rtt.rto());
         self.stats.tlp_probes += 1;
         Some(p)
+    }
+
+    /// How long a packet of `len` bytes holds the pacer at `rate`: its time at the rate. With
+    /// `[transport] pacing_credit` and a controller that models a Linux module, as Linux's
+    /// tcp_update_skb_after_send (net/ipv4/tcp_output.c) computes it: nothing for the first 10
+    /// segments ("Original sch_fq does not pace first 10 MSS"), and when the skb left later
+    /// than the pacer allowed, that lateness (its credit) shortens the wait after it by up to
+    /// half ("take into account OS jitter"). So an ACK-clocked flow whose ACKs come a little
+    /// later than its pacing rate would send keeps the ACKs' pace, not the pacer's.
+    fn pacing_gap(&mut self, len: u32, rate: f64) -> Time {
+        let gap = (len as f64 / rate * 1e9) as Time;
+        if !self.cfg.pacing_credit || self.cc.min_tso_segs().is_none() {
+            return gap;
+        }
+        if self.stats.packets_sent < LINUX_UNPACED_SEGS {
+            return 0;
+        }
+        let used = self.burst_credit.min(gap / 2);
+        self.burst_credit -= used;
+        gap - used
     }
 
     /// Segments per pacing release. With `[transport] tso` and a controller that models a Linux

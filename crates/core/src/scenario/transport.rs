@@ -4,8 +4,8 @@
 //! kept to measure what a detail changes. Kernel flows in the emulator (`kernel:<cc>`) ignore
 //! this section: they are Linux.
 //!
-//! Sender-side keys: `handshake`, `rto`, `rto_max`, `undo`, `tso`, `prr`, `tlp`, `rack`,
-//! `recovery`, `rmem_max`. (The receiver's keys live in their own group.)
+//! Sender-side keys: `handshake`, `rto`, `rto_max`, `undo`, `tso`, `pacing_credit`, `prr`,
+//! `tlp`, `rack`, `recovery`, `rmem_max`. (The receiver's keys live in their own group.)
 
 use crate::units::{Bytes, Dur};
 use serde::{Deserialize, Serialize};
@@ -72,6 +72,16 @@ pub struct Transport {
     /// other schemes always are (their implementations are not kernel TCP).
     #[serde(default = "default_true")]
     pub tso: bool,
+    /// Pace as Linux's TCP does (tcp_update_skb_after_send, net/ipv4/tcp_output.c) for a
+    /// controller that models a Linux TCP module: the first 10 segments leave unpaced, and an
+    /// skb sent later than the pacer allowed (its ACK came late) has the wait after it
+    /// shortened by that lateness, at most by half ("take into account OS jitter"). An
+    /// ACK-clocked flow then keeps the pace of its ACKs where a strict pacer set a little below
+    /// the link's rate would fall behind them (BBR's ProbeRTT: pairs every 2.00 ms on a
+    /// 12 Mbit/s link where the strict pacer's are 2.02 ms apart, so its queue drains and
+    /// min-RTT reads low). Default true; false: every packet waits its size at the rate.
+    #[serde(default = "default_true")]
+    pub pacing_credit: bool,
     /// Proportional Rate Reduction (RFC 6937, PRR-SSRB) during fast recovery, as Linux's
     /// tcp_cwnd_reduction (net/ipv4/tcp_input.c) runs it for every module without its own
     /// cong_control (cubic, newreno, vegas; not bbr): each ACK releases
@@ -183,6 +193,7 @@ impl Default for Transport {
             rto_max: default_rto_max(),
             undo: true,
             tso: true,
+            pacing_credit: true,
             prr: true,
             tlp: true,
             rack: true,
@@ -211,13 +222,13 @@ mod tests {
             (true, RtoModel::Linux, Dur(120_000_000_000), true, true)
         );
         assert_eq!((s.transport.prr, s.transport.tlp, s.transport.rmem_max), (true, true, Bytes(33_554_432)));
-        assert!(s.transport.rack);
+        assert!(s.transport.rack && s.transport.pacing_credit);
         assert_eq!(s.transport.recovery, RecoveryModel::Linux);
         assert_eq!((s.transport.push_ack, s.transport.read_interval), (true, Dur(0)));
         assert!(s.transport.sack_compression);
         assert_eq!(s.transport.default_rwnd(), 20 << 20, "tcp_win_from_space at scaling_ratio 160");
         let text = format!(
-            "{BASE}[transport]\nhandshake = false\nrto = \"rfc6298\"\nrto_max = \"60s\"\nundo = false\ntso = false\n\
+            "{BASE}[transport]\nhandshake = false\nrto = \"rfc6298\"\nrto_max = \"60s\"\nundo = false\ntso = false\npacing_credit = false\n\
              prr = false\ntlp = false\nrack = false\nrecovery = \"rfc9002\"\nrmem_max = \"6291456B\"\npush_ack = false\nread_interval = \"0s\"\n\
              sack_compression = false\n"
         );
@@ -230,6 +241,7 @@ mod tests {
                 rto_max: Dur(60_000_000_000),
                 undo: false,
                 tso: false,
+                pacing_credit: false,
                 prr: false,
                 tlp: false,
                 rack: false,

@@ -653,10 +653,12 @@ fn a_paced_linux_module_sends_tcp_tso_autosize_bursts() {
         (n, h.s.next_timeout())
     };
     let gap = |n: u64| (n * MSS) as f64 / rate * 1e9;
-    let (n, next) = burst(SenderConfig::default(), Some(2));
+    // (Without the first 10 segments' exemption from pacing: the next test.)
+    let paced = SenderConfig { pacing_credit: false, ..Default::default() };
+    let (n, next) = burst(paced, Some(2));
     assert_eq!(n, 10, "one skb of ~1 ms at the pacing rate");
     assert!(next.unwrap().abs_diff(gap(10) as Time) <= 10, "then the burst's time at the rate");
-    assert_eq!(burst(SenderConfig { tso: false, ..Default::default() }, Some(2)).0, 1, "tso = false");
+    assert_eq!(burst(SenderConfig { tso: false, ..paced }, Some(2)).0, 1, "tso = false");
     assert_eq!(burst(SenderConfig::default(), None).0, 1, "a scheme that is not kernel TCP");
     let mut h = Harness::new(1000);
     h.cc.lock().unwrap().min_tso_segs = Some(2);
@@ -673,6 +675,42 @@ fn a_paced_linux_module_sends_tcp_tso_autosize_bursts() {
     far.send(0, 1);
     far.ack(20 * MS, &[(0, 1)]);
     assert_eq!(far.s.tso_segs(rate), 10);
+}
+
+#[test]
+fn a_linux_module_is_paced_as_tcp_update_skb_after_send_paces() {
+    // net/ipv4/tcp_output.c, tcp_update_skb_after_send: "Original sch_fq does not pace first
+    // 10 MSS" (tp->data_segs_out >= 10), and "u64 credit = tp->tcp_wstamp_ns - prior_wstamp;
+    // /* take into account OS jitter */ len_ns -= min_t(u64, len_ns / 2, credit);", where
+    // __tcp_transmit_skb has just moved tcp_wstamp_ns up to the send's time: an skb sent later
+    // than the pacer allowed waits less after it, by its lateness, at most by half.
+    let linux = |cfg: SenderConfig| {
+        let mut h = Harness::with(1000, cfg);
+        // One segment a millisecond, in one-segment skbs (tcp_tso_autosize: 1 ms of data).
+        (h.cc.lock().unwrap().pacing, h.cc.lock().unwrap().min_tso_segs) = (Some(MSS as f64 * 1000.0), Some(1));
+        h
+    };
+    let mut h = linux(SenderConfig::default());
+    assert_eq!(h.send(0, 11).len(), 11, "the first 10 unpaced; the 11th is the first paced");
+    assert!(h.s.poll_transmit(0).is_none());
+    assert_eq!(h.s.next_timeout(), Some(MS));
+    h.send(MS, 1);
+    assert_eq!(h.s.next_timeout(), Some(2 * MS), "on time: no credit");
+    h.send(2 * MS + 400_000, 1);
+    assert_eq!(h.s.next_timeout(), Some(3 * MS), "0.4 ms late: the next wait is 0.6 ms");
+    h.send(5 * MS, 1);
+    assert_eq!(h.s.next_timeout(), Some(5 * MS + MS / 2), "2 ms late: the wait halves, no less");
+    // `pacing_credit = false`: every packet from the first waits its size at the rate.
+    let mut h = linux(SenderConfig { pacing_credit: false, ..Default::default() });
+    h.send(0, 1);
+    assert!(h.s.poll_transmit(0).is_none());
+    h.send(MS + 400_000, 1);
+    assert_eq!(h.s.next_timeout(), Some(2 * MS + 400_000));
+    // A scheme that is not kernel TCP is paced strictly whatever the option.
+    let mut h = Harness::new(1000);
+    h.cc.lock().unwrap().pacing = Some(MSS as f64 * 1000.0);
+    h.send(0, 1);
+    assert!(h.s.poll_transmit(0).is_none());
 }
 
 #[test]
