@@ -685,7 +685,7 @@ fn a_linux_module_is_paced_as_tcp_update_skb_after_send_paces() {
     // __tcp_transmit_skb has just moved tcp_wstamp_ns up to the send's time: an skb sent later
     // than the pacer allowed waits less after it, by its lateness, at most by half.
     let linux = |cfg: SenderConfig| {
-        let mut h = Harness::with(1000, cfg);
+        let h = Harness::with(1000, cfg);
         // One segment a millisecond, in one-segment skbs (tcp_tso_autosize: 1 ms of data).
         (h.cc.lock().unwrap().pacing, h.cc.lock().unwrap().min_tso_segs) = (Some(MSS as f64 * 1000.0), Some(1));
         h
