@@ -34,6 +34,7 @@ from cclab.fidelity import (
     TABLE_FILE,
     emulator_flows,
     fidelity_table,
+    share_ratio_interval,
     suite,
 )
 
@@ -230,6 +231,45 @@ def test_the_spread_target_compares_the_engines_run_to_run_spread() -> None:
     assert row["share_error"] == 0 and not row["passed"]
     row = by.loc[("two", "bbr", "sim")]
     assert row["target"] == "share error ≤ 5%" and row["passed"]
+
+
+def test_a_share_verdict_says_whether_the_runs_could_tell_it() -> None:
+    def mix(name: str, sim: list[float], emu: list[float]) -> list[dict]:
+        return [
+            _record(
+                name, "cubic", engine, throughput_mbps=1, delay_p95_ms=1, jain_median=1, share=x
+            )
+            for engine, shares in (("sim", sim), ("emu", emu))
+            for x in shares
+        ]
+
+    # The RTT mix's race on both engines: each run ends near 0.37 or near 0.50, and the medians
+    # fall on whichever mode three of five runs drew (0.37 against 0.49: 24 % off).
+    raced = mix("raced", [0.36, 0.36, 0.37, 0.50, 0.52], [0.37, 0.38, 0.49, 0.50, 0.51])
+    # Runs that vary by a thousandth: the interval is tight, inside 5 % or well outside it.
+    tight = mix("tight", [0.499, 0.500, 0.501], [0.500, 0.501, 0.502])
+    off = mix("off", [0.599, 0.600, 0.601], [0.499, 0.500, 0.501])
+    two = mix("two", [0.4, 0.6], [0.5, 0.5])
+    table = fidelity_table(raced + tight + off + two, mixes={"raced", "tight", "off", "two"})
+    by = table.set_index(["scenario", "engine"])
+    row = by.loc[("raced", "sim")]
+    assert math.isclose(row["share_error"], 0.12 / 0.49) and not row["passed"]
+    # Either mode's median against either: from 0.36/0.51 to 0.52/0.37.
+    assert row["share_ratio_low"] < 0.8 and row["share_ratio_high"] > 1.3
+    assert not row["share_decided"]  # pd.NA would raise here
+    row = by.loc[("tight", "sim")]
+    assert 0.99 < row["share_ratio_low"] <= row["share_ratio_high"] < 1.01
+    assert row["passed"] and row["share_decided"]
+    row = by.loc[("off", "sim")]
+    assert 1.19 < row["share_ratio_low"] <= row["share_ratio_high"] < 1.21
+    assert not row["passed"] and row["share_decided"]
+    # Too few runs for an interval: no verdict on the runs either.
+    row = by.loc[("two", "sim")]
+    assert math.isnan(row["share_ratio_low"]) and pd.isna(row["share_decided"])
+    # The same runs give the same interval (a fixed generator): a table is reproducible.
+    assert share_ratio_interval([0.36, 0.37, 0.5], [0.4, 0.5, 0.38]) == share_ratio_interval(
+        [0.36, 0.37, 0.5], [0.4, 0.5, 0.38]
+    )
 
 
 def test_fidelity_refuses_bad_arguments(cli, tmp_path, capsys) -> None:

@@ -38,6 +38,11 @@ Pantheon's emulation score for one scheme, as `cclab compare` computes it), `sha
 |sim - emu| / emu of the share (relative, as the replication error is: a scheme that gets 2.8 %
 of a link where Linux gets it 4.9 % is 43 % off, which a difference of 0.021 would hide),
 `share_diff` the signed sim - emu, and `jain_error` |sim - emu| in Jain's index.
+`share_ratio_low` / `share_ratio_high` bound the ratio of the engines' median shares (a
+bootstrap 95 % interval over each engine's runs) and `share_decided` says whether the runs
+could tell the share target at all: a mix whose flows race for the first loss (the RTT mix:
+the 80 ms Cubic flow ends at 0.11 or at 0.23 of the link, on either engine) has medians that
+jump between the modes, and five runs a side cannot tell a 5 % gap from chance.
 `target` names the targets a row is held to (`TARGETS`) and `passed` whether it meets them all
 (null where none applies or the row is sim-only).
 
@@ -59,6 +64,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from cclab import _core
@@ -161,6 +167,11 @@ JAIN = Target("jain_error", 0.05, "Jain within 0.05")
 SPREAD = Target("spread_factor", 2.0, "spread within 2x")
 TARGETS = (REPLICATION, SHARE, JAIN, SPREAD)
 SPREAD_MIN_RUNS = 3
+#: The share ratio's interval: each engine's runs resampled with replacement `BOOTSTRAP_DRAWS`
+#: times, the ratio of the medians taken per draw, its 2.5th and 97.5th percentiles kept. The
+#: generator's seed is fixed so that a table is reproducible from its runs.
+BOOTSTRAP_DRAWS = 4000
+BOOTSTRAP_SEED = 2021
 #: The schemes the replication target applies to.
 REPLICATION_SCHEMES = ("cubic", "bbr")
 
@@ -432,6 +443,13 @@ TABLE_COLUMNS: tuple[tuple[str, str], ...] = (
     ("replication_error", "(throughput_error + delay_error) / 2, the Pantheon's score"),
     ("share_error", "|sim - emu| / emu of share"),
     ("share_diff", "sim - emu of share (signed)"),
+    ("share_ratio_low", "a mix: the bootstrap 95% interval's low end of sim / emu median share"),
+    ("share_ratio_high", "... and its high end (both NaN below 3 runs an engine)"),
+    (
+        "share_decided",
+        "a mix: whether the interval lies inside the share target's bound or wholly outside it "
+        "(false: more runs are needed to tell; null: no interval)",
+    ),
     ("jain_error", "|sim - emu| of jain_median"),
     (
         "spread_factor",
@@ -452,6 +470,8 @@ ERRORS = (
     "replication_error",
     "share_error",
     "share_diff",
+    "share_ratio_low",
+    "share_ratio_high",
     "jain_error",
     "spread_factor",
 )
@@ -481,6 +501,49 @@ def _spread_factor(sim_sd: float, emu_sd: float) -> float:
     return max(sim_sd / emu_sd, emu_sd / sim_sd)
 
 
+def share_ratio_interval(sim: Sequence[float], emu: Sequence[float]) -> tuple[float, float]:
+    """The bootstrap 95 % interval of median(sim) / median(emu) over the engines' runs; NaNs
+    when either engine has fewer than `SPREAD_MIN_RUNS` runs."""
+    if min(len(sim), len(emu)) < SPREAD_MIN_RUNS:
+        return math.nan, math.nan
+    rng = np.random.default_rng(BOOTSTRAP_SEED)
+    sims = np.median(rng.choice(np.asarray(sim, float), (BOOTSTRAP_DRAWS, len(sim))), axis=1)
+    emus = np.median(rng.choice(np.asarray(emu, float), (BOOTSTRAP_DRAWS, len(emu))), axis=1)
+    ratios = sims[emus > 0] / emus[emus > 0]
+    if len(ratios) == 0:
+        return math.nan, math.nan
+    low, high = np.quantile(ratios, [0.025, 0.975])
+    return float(low), float(high)
+
+
+def share_decided(low: float, high: float) -> bool | None:
+    """Whether a share ratio's interval settles the share target: wholly inside its bound (met
+    whatever the next runs give) or wholly outside (missed); None without an interval."""
+    if math.isnan(low) or math.isnan(high):
+        return None
+    inside = 1 - SHARE.limit <= low and high <= 1 + SHARE.limit
+    outside = high < 1 - SHARE.limit or low > 1 + SHARE.limit
+    return inside or outside
+
+
+#: What a verdict marked undecided means (the CLI's and the report's).
+UNDECIDED = (
+    "the runs cannot tell: the share ratio's 95% interval straddles the "
+    f"{SHARE.limit:.0%} bound (more --runs narrow it)"
+)
+
+
+def share_interval(low: float, high: float) -> str:
+    """A share ratio's interval as the tables print it."""
+    return "-" if math.isnan(low) or math.isnan(high) else f"{low:.2f} to {high:.2f}"
+
+
+def undecided(row: dict[str, Any]) -> bool:
+    """Whether a table row's share target is one its runs could not settle."""
+    decided = row.get("share_decided")
+    return decided is not None and not pd.isna(decided) and not decided
+
+
 def targets_for(scenario: str, scheme: str, mix: bool, runs: int = 1) -> list[Target]:
     """The targets a (scenario, scheme) row is held to, with `runs` runs on each engine (the
     fewer of the two)."""
@@ -505,10 +568,12 @@ def fidelity_table(records: Sequence[dict[str, Any]], mixes: set[str]) -> pd.Dat
     for scenario, scheme in keys:
         mine = frame[(frame["scenario"] == scenario) & (frame["scheme"] == scheme)]
         medians: dict[str, dict[str, Any]] = {}
+        shares: dict[str, list[float]] = {}
         for engine in (SIM.name, EMU.name):
             runs = mine[mine["engine"] == engine]
             if runs.empty:
                 continue
+            shares[engine] = list(runs["share"].dropna())
             medians[engine] = {
                 "runs_as": str(runs["runs_as"].iloc[0]),
                 "runs": len(runs),
@@ -521,6 +586,7 @@ def fidelity_table(records: Sequence[dict[str, Any]], mixes: set[str]) -> pd.Dat
         targets = targets_for(scenario, scheme, mix, fewest)
         note = ""
         passed: bool | None = None
+        decided: bool | None = None
         if SIM.name in medians and EMU.name in medians:
             s, e = medians[SIM.name], medians[EMU.name]
             errors["throughput_error"] = _relative(s["throughput_mbps"], e["throughput_mbps"])
@@ -531,6 +597,9 @@ def fidelity_table(records: Sequence[dict[str, Any]], mixes: set[str]) -> pd.Dat
             errors["jain_error"] = abs(s["jain_median"] - e["jain_median"])
             if mix:
                 errors["spread_factor"] = _spread_factor(s["share_sd"], e["share_sd"])
+                low, high = share_ratio_interval(shares[SIM.name], shares[EMU.name])
+                errors["share_ratio_low"], errors["share_ratio_high"] = low, high
+                decided = share_decided(low, high)
             if targets:
                 passed = all(t.holds(errors[t.column]) for t in targets)
         elif EMU.name not in medians:
@@ -546,11 +615,13 @@ def fidelity_table(records: Sequence[dict[str, Any]], mixes: set[str]) -> pd.Dat
                     **errors,
                     "target": "; ".join(t.text for t in targets) if passed is not None else "",
                     "passed": passed,
+                    "share_decided": decided,
                     "note": note,
                 }
             )
     table = pd.DataFrame(rows, columns=[name for name, _ in TABLE_COLUMNS])
     table["passed"] = table["passed"].astype("boolean")
+    table["share_decided"] = table["share_decided"].astype("boolean")
     table["runs"] = table["runs"].astype("int64")
     return table
 

@@ -23,8 +23,11 @@ from cclab.fidelity import (
     REFEREE_TOLERANCE_US,
     SCHEMES,
     TABLE_FILE,
+    UNDECIDED,
     FidelityResult,
     run_fidelity,
+    share_interval,
+    undecided,
 )
 
 NAME = "fidelity"
@@ -106,7 +109,8 @@ def fidelity_summary(result: FidelityResult) -> Table:
     table_out = Table(
         title=f"fidelity suite ({form}): {SIM.name} vs {EMU.name} (Linux TCP, the reference), "
         f"medians of {result.runs} run(s)",
-        caption=f"{int(checked['passed'].sum())} of {len(checked)} targets met",
+        caption=f"{int(checked['passed'].sum())} of {len(checked)} targets met"
+        + (f"; ?: {UNDECIDED}" if any(undecided(r) for r in checked.to_dict("records")) else ""),
     )
     for heading in (
         "scenario",
@@ -122,6 +126,7 @@ def fidelity_summary(result: FidelityResult) -> Table:
         "emu late\np99 ms",
         "repl.\nerror",
         "share\nerror",
+        "sim/emu\n95% int.",
         "spread\nfactor",
         "target",
         "",
@@ -141,6 +146,8 @@ def fidelity_summary(result: FidelityResult) -> Table:
 
         passed = row["passed"]
         verdict = "" if pd.isna(passed) else ("ok" if passed else "FAIL")
+        if undecided(row):
+            verdict += "?"
         table_out.add_row(
             row["scenario"],
             scheme,
@@ -151,6 +158,7 @@ def fidelity_summary(result: FidelityResult) -> Table:
             "-" if other is None else _num(other["late_p99_ms"], 2),
             _pct(row["replication_error"]),
             _pct(row["share_error"]),
+            share_interval(row["share_ratio_low"], row["share_ratio_high"]),
             _num(row["spread_factor"], 2),
             row["target"],
             verdict,

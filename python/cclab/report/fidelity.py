@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from cclab.engines import EMU, SIM
-from cclab.fidelity import KIND, TARGETS, read_table
+from cclab.fidelity import KIND, TARGETS, UNDECIDED, read_table, share_interval, undecided
 from cclab.report.figures import COLOURS, WIDTH_IN, ReportFigure
 from cclab.report.loading import Study
 
@@ -51,6 +51,8 @@ HEADINGS = [
     "Δ p95 (%)",
     "replication error (%)",
     "share error (%)",
+    "share sim/emu 95% interval",
+    "spread factor",
     "Δ Jain",
     "target",
     "verdict",
@@ -83,9 +85,12 @@ def fidelity_rows(table: pd.DataFrame) -> list[list[str]]:
             _num(row["delay_error"], 1, 100),
             _num(row["replication_error"], 1, 100),
             _num(row["share_error"], 1, 100),
+            share_interval(row["share_ratio_low"], row["share_ratio_high"]),
+            _num(row["spread_factor"], 2),
             _num(row["jain_error"], 3),
             row["target"] or row["note"],
-            "" if pd.isna(passed) else ("met" if passed else "NOT MET"),
+            ("" if pd.isna(passed) else ("met" if passed else "NOT MET"))
+            + (" (undecided)" if undecided(row) else ""),
         ]
         rows.append(cells)
     return rows
@@ -103,7 +108,11 @@ DEFINITION = (
     "emulator delivered packets against its link model (a busy machine's mark on the "
     "reference). Δ tput and Δ p95 = |sim - emu| / emu; replication "
     "error = their mean (the Pantheon's emulation score); share error = |sim - emu| / emu of "
-    "the share; Δ Jain = |sim - emu|. "
+    "the share; its 95% interval bounds sim / emu of the median shares (a bootstrap over each "
+    "engine's runs) and a verdict is undecided where it straddles the target's bound: "
+    + UNDECIDED
+    + "; spread factor = the larger ratio of the engines' run-to-run standard deviations of the "
+    "share; Δ Jain = |sim - emu|. "
     "Targets: "
     + "; ".join(f"{t.text} ({t.column})" for t in TARGETS)
     + " — the replication target for Cubic and BBR in every scheme test, the share target in "
