@@ -57,6 +57,12 @@ impl StartLine {
         *self.clock.wait()
     }
 
+    /// An arrival that does not wait for the clock: a path thread's, which has it already and
+    /// checks in once it is serving its devices.
+    pub fn check_in(&self) {
+        self.arrived.fetch_add(1, Ordering::AcqRel);
+    }
+
     /// Waits until `n` threads have arrived or `limit` has passed; whether all did.
     pub fn gather(&self, n: usize, limit: Duration) -> bool {
         let until = Instant::now() + limit;
@@ -106,5 +112,28 @@ impl AppBytes {
         } else {
             0.0
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::StartLine;
+    use std::time::Duration;
+
+    #[test]
+    fn the_endpoints_are_held_until_every_path_thread_checks_in() {
+        let serving = StartLine::default();
+        std::thread::scope(|s| {
+            // Two path threads; the second is slow to start serving.
+            s.spawn(|| serving.check_in());
+            s.spawn(|| {
+                std::thread::sleep(Duration::from_millis(30));
+                serving.check_in();
+            });
+            assert!(!serving.gather(2, Duration::from_millis(5)), "one thread is still starting");
+            assert!(serving.gather(2, Duration::from_secs(5)), "both serve in the end");
+        });
+        // A check-in never waits for a clock: nothing above started one.
+        assert!(serving.clock().is_none());
     }
 }

@@ -21,7 +21,7 @@
 //! time (the write), early or late, and the error is reported (`PathStats`), never hidden.
 
 use crate::capture::SharedTap;
-use crate::endpoint::Stop;
+use crate::endpoint::{StartLine, Stop};
 use crate::packet::{
     can_follow, mergeable, merged_headers, parse_ipv4, segment_count, tcp_segment_range, write_segment, Ipv4Info,
     Mergeable, PROTO_TCP, PROTO_UDP,
@@ -1003,6 +1003,7 @@ pub(crate) fn drive(
     mut paths: Vec<Path<'_>>,
     th: ThreadConfig,
     stop: &AtomicBool,
+    serving: &StartLine,
 ) -> io::Result<(Vec<PathStats>, ThreadStats)> {
     sys::set_timer_slack_1ns();
     if th.pin && sys::cpus_available() >= 2 {
@@ -1041,6 +1042,7 @@ pub(crate) fn drive(
     // The last reading of the clock, reused until something (a read, a write, a wait) may
     // have taken time: the vDSO clock is ~2 % of the thread's time at 100 Mbit/s otherwise.
     let mut now = clock.now();
+    serving.check_in();
     while !stop.load(Ordering::Relaxed) && now < end {
         // Reads: one packet from each input in turn, up to READS_PER_TURN from an input the
         // last wait found readable and one from an input a write answered. Before a packet
@@ -1176,12 +1178,17 @@ pub(crate) fn run_paths(
     th: ThreadConfig,
     stop: Stop,
     tx: mpsc::Sender<Msg>,
+    serving: &StartLine,
 ) -> (Vec<PathStats>, ThreadStats) {
     let names: Vec<&str> = paths.iter().map(|p| p.cfg.name).collect::<Vec<_>>();
     let n = paths.len();
-    match drive(paths, th, stop.flag()) {
+    match drive(paths, th, stop.flag(), serving) {
         Ok(s) => s,
         Err(e) => {
+            // Failed, perhaps before serving: checked in all the same, so the endpoints are not
+            // held at the line for `START_LIMIT` (a second check-in after the run failed is
+            // harmless).
+            serving.check_in();
             let _ = tx.send(Msg::Failed(format!("the {} path stopped: {e}", names.join("/"))));
             (vec![PathStats::default(); n], ThreadStats::default())
         }

@@ -422,11 +422,14 @@ pub fn run(
     let spin_ns = opts.spin_us * 1000;
     let tolerance_ns = opts.tolerance_us.map_or_else(|| timing::tolerance_ns(link_bps), |us| us * 1000);
     let line = StartLine::default();
+    // The path threads check in here once they serve their devices (`drive`).
+    let serving = StartLine::default();
     let cpu_start = sys::process_cpu_ns();
     type Outcome = (PathStats, PathStats, Vec<ThreadStats>, Vec<Vec<cclab_core::metrics::fct::Request>>);
     let outcome: Result<Outcome, EmuError> = std::thread::scope(|s| {
         let _stop_all = StopOnDrop(&[&stop_paths, &stop_flows]);
         let line = &line;
+        let serving = &serving;
         // Endpoints. Each thread reports its own failure, so the main loop hears of it at once.
         // cclab's UDP endpoints run just below the path threads' real-time priority; the kernel
         // flows' bulk applications need no timing of their own.
@@ -546,7 +549,11 @@ pub fn run(
 
         // Every endpoint at the start line (made, in its namespace, its socket open); then time
         // zero, the path threads (as they always started, with the clock), and the endpoints
-        // released.
+        // released once the path threads serve their devices. Released with them, a client's
+        // SYN waited 0.4-2.5 ms in its device for a path thread still starting (and was
+        // written up to 1.75 ms late by its first wake-ups): kernel TCP's handshake RTT on a
+        // zero-delay link read 0.7-4.2 ms where the link gives 0.1, and BBR keeps the smaller
+        // of that and its data's RTTs as its min-RTT for its first 10 s.
         let all_ready = line.gather(receivers.len() + clients.len() + senders.len(), START_LIMIT);
         let clock = Clock::start();
         let forward = Path::new(
@@ -604,13 +611,13 @@ pub fn run(
         let groups = if opts.single_thread { vec![vec![forward, reverse]] } else { vec![vec![forward], vec![reverse]] };
         for group in groups {
             let (stop, tx) = (stop_paths.clone(), tx.clone());
-            path_threads.push(s.spawn(move || run_paths(group, th, stop, tx)));
+            path_threads.push(s.spawn(move || run_paths(group, th, stop, tx, serving)));
         }
-
+        let paths_serving = serving.gather(path_threads.len(), START_LIMIT);
         line.start(clock);
 
         // The main loop: records in, programs on schedule, progress out.
-        let mut failure = (!all_ready)
+        let mut failure = (!all_ready || !paths_serving)
             .then(|| EmuError::Failed(format!("the flows' threads were not ready within {} s", START_LIMIT.as_secs())));
         while failure.is_none() {
             let now = clock.now();
