@@ -24,11 +24,14 @@ use cclab_engine::workload::RequestSource;
 use cclab_engine::{trace_sender, CcTrace, RunOptions, RunOutput, Sampler, SenderView};
 use cclab_transport::{AckFrame, DataPacket, Receiver, ReceiverConfig, Sender, SenderConfig, SYN_BYTES};
 
-/// What crosses the forward path: data, or the connection's SYN (`[transport] handshake`).
+/// What crosses the forward path: data, or the handshake's SYN and final ACK (`[transport]
+/// handshake`).
 #[derive(Clone, Copy, Debug)]
 enum Fwd {
     Data(DataPacket),
     Syn,
+    /// The handshake's third packet, a pure ACK of the SYN-ACK (see `Sim::connected`).
+    Ack,
 }
 
 /// What comes back: ACKs, or the SYN-ACK echoing the send time of the SYN it answers (TCP's
@@ -52,7 +55,7 @@ impl Body for Fwd {
         // TCP's sequence numbers are the stream offsets mod 2^32 (RFC 9293 §3.4).
         match self {
             Fwd::Data(d) => Some((PacketKind::Data, d.retransmission, d.offset as u32)),
-            Fwd::Syn => None,
+            Fwd::Syn | Fwd::Ack => None,
         }
     }
 }
@@ -755,6 +758,9 @@ impl Sim {
         let d = match p.body {
             Fwd::Data(d) => d,
             Fwd::Syn => return self.answer_syn(p),
+            // The listener's side of the connection opens; the delayed-ACK bound it takes from
+            // that round trip is already set (`connected`).
+            Fwd::Ack => return,
         };
         let f = p.flow;
         if let Some(ack) = self.flows[f as usize].receiver.on_data(now, &d) {
@@ -826,6 +832,13 @@ impl Sim {
             // The receiving host times its SYN-ACK by the handshake's final ACK
             // (tcp_synack_rtt_meas): the same round trip, which bounds its delayed-ACK timer.
             flow.receiver.set_handshake_rtt(flow.sender.rtt().smoothed);
+            // That ACK is a packet of its own: tcp_rcv_synsent_state_process sends it at once
+            // (tcp_send_ack) unless data is already queued, and the application writes only
+            // after connect() returns. It goes first, as data go: it takes its place in the
+            // queue, a delivery opportunity of a trace or Poisson link, and a loss draw, as the
+            // kernel's does in the emulator (there the data that followed it met the next
+            // opportunity and the next draws).
+            self.send_forward(f, Fwd::Ack, ACK_BYTES);
         }
         self.transmit(f);
         self.rearm(f);
@@ -837,19 +850,16 @@ impl Sim {
     fn send_syn(&mut self, f: u32) {
         let now = self.now;
         while self.flows[f as usize].sender.poll_syn(now).is_some() {
-            let uid = self.next_uid;
-            self.next_uid += 1;
-            let p = Packet {
-                uid,
-                flow: f,
-                size: SYN_BYTES as u32,
-                sent: now,
-                enqueued: NEVER,
-                dequeued: NEVER,
-                body: Fwd::Syn,
-            };
-            self.forward(f, p);
+            self.send_forward(f, Fwd::Syn, SYN_BYTES);
         }
+    }
+
+    /// Sends one of the handshake's packets through the flow's access path, as data go.
+    fn send_forward(&mut self, f: u32, body: Fwd, size: u64) {
+        let uid = self.next_uid;
+        self.next_uid += 1;
+        let p = Packet { uid, flow: f, size: size as u32, sent: self.now, enqueued: NEVER, dequeued: NEVER, body };
+        self.forward(f, p);
     }
 
     fn forward(&mut self, f: u32, p: DataPkt) {

@@ -253,6 +253,8 @@ fn delay_jitter_spreads_one_way_delay_without_reordering() {
             delayed_ack = false # one packet per RTT: a delayed ACK would hold each for the ATO
             [hosts]
             jitter = "0" # only the link's jitter: a constant path has one delay
+            [transport]
+            handshake = false # its final ACK, ahead of the first packet, would delay that one
             "#
         )
     };

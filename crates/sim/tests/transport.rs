@@ -106,6 +106,31 @@ fn data_start_one_handshake_after_the_flows_start() {
     assert_eq!(first_data_sent(&off, 1), vec![500 * MS], "without a handshake data start at once");
 }
 
+/// The handshake's third packet: Linux's active opener acknowledges the SYN-ACK at once with a
+/// pure ACK of its own (tcp_rcv_synsent_state_process → tcp_send_ack; 52 bytes with
+/// timestamps), before the application's first write, so the flow's first data packet finds it
+/// ahead at the bottleneck: 52 bytes at 12 Mbit/s (34.667 µs), then its own 1500 (1 ms).
+/// Without the handshake the first data packet is served alone.
+#[test]
+fn the_handshakes_final_ack_crosses_the_bottleneck_ahead_of_the_data() {
+    use cclab_core::record::PacketKind;
+    let first_sojourn = |text: &str| {
+        let out = run(&scenario(text), true);
+        let log = out.packets.as_ref().expect("logged");
+        let first = (0..log.len())
+            .map(|i| log.get(i))
+            .filter(|p| p.kind == PacketKind::Data)
+            .min_by_key(|p| (p.sent, p.uid))
+            .expect("data were sent");
+        assert_eq!(first.enqueued, first.sent, "no access delay, no host jitter");
+        first.dequeued - first.enqueued
+    };
+    let with_ack = first_sojourn(ONE_FLOW);
+    assert!((1_034_666..=1_034_667).contains(&with_ack), "{with_ack} ns");
+    let alone = first_sojourn(&format!("{ONE_FLOW}[transport]\nhandshake = false\n"));
+    assert_eq!(alone, 1_000_000);
+}
+
 /// The handshake's packets cross the same queue as data (they are real packets, not a formula):
 /// a flow that starts behind a full 100 ms drop-tail queue waits that queue out in its
 /// handshake, and its first RTT sample says so. The bound: 2·20 ms of propagation plus at

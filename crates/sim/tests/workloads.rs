@@ -14,7 +14,8 @@ use scheme_support::delivered_bytes;
 /// FCT = 25 ms, and slowdown = 25 / (7,240 B / 1.5 MB/s + 20 ms) = 25 / 24.8267, once the
 /// connection is open. The connections open at 0 s with the handshake: the 60-byte SYN takes
 /// 40 us on the link and 10 ms each way, the SYN-ACK (on the unlimited reverse link) 10 ms back,
-/// so data may flow from 20.04 ms; a request issued before then waits for it.
+/// so data may flow from 20.04 ms; a request issued before then waits for it. The handshake's
+/// final ACK (52 bytes: 34.667 µs) crosses the link just ahead of the first data.
 #[test]
 fn one_request_on_an_idle_link_takes_its_transfer_time_plus_one_rtt() {
     let (_cdf_dir, cdf) = one_size_cdf(7240);
@@ -42,9 +43,9 @@ fn one_request_on_an_idle_link_takes_its_transfer_time_plus_one_rtt() {
     assert_eq!(out.requests.len(), 1);
     let r = &out.requests[0];
     assert_eq!(r.request.size, 7240);
-    let open = 20_040_000;
-    assert_eq!(r.request.end, Some(r.request.start.max(open) + 25_000_000), "{r:?}");
-    let fct_ms = (r.request.start.max(open) - r.request.start) as f64 / 1e6 + 25.0;
+    let (open, final_ack) = (20_040_000, 34_667);
+    assert_eq!(r.request.end, Some(r.request.start.max(open) + final_ack + 25_000_000), "{r:?}");
+    let fct_ms = (r.request.start.max(open) + final_ack - r.request.start) as f64 / 1e6 + 25.0;
     assert!((r.fct_ms - fct_ms).abs() < 1e-9);
     assert!((r.slowdown - fct_ms / (7240.0 / 1.5e6 * 1e3 + 20.0)).abs() < 1e-9, "{}", r.slowdown);
     assert_eq!(out.metrics.total.packets_sent, 5, "five segments, no more");
