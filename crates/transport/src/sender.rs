@@ -342,7 +342,13 @@ impl Sender {
             delivered: 0,
             delivered_time: 0,
             first_send_time: 0,
-            app_limited_until: 0,
+            // The first flight is application-limited: "There's a bubble in the pipe until at
+            // least the first ACK" (tcp_init_sock: tp->app_limited = ~0U), and the
+            // application's first write finds the socket empty (tcp_sendmsg →
+            // tcp_rate_check_app_limited). Cleared by the first delivery, as any mark is; BBR
+            // then skips its first round in the full-bandwidth check (bbr_check_full_bw_reached
+            // returns on rs->is_app_limited) and leaves Startup a round later.
+            app_limited_until: 1,
             lost_total: 0,
             last_delivery_rate: f64::NAN,
             round: 0,

@@ -765,6 +765,17 @@ fn cwnd_limited_tracking_follows_linux() {
     }
 }
 
+/// Whether each rate sample the controller heard was application-limited, in order.
+fn app_limited_flags(h: &Harness) -> Vec<bool> {
+    h.acks()
+        .iter()
+        .map(|a| match a {
+            Heard::Ack { rate, .. } => rate.expect("valid sample").is_app_limited,
+            _ => unreachable!(),
+        })
+        .collect()
+}
+
 #[test]
 fn rate_samples_of_app_limited_data_say_so() {
     // Rate-sampler draft ("detecting application-limited phases"; Linux
@@ -781,15 +792,26 @@ fn rate_samples_of_app_limited_data_say_so() {
     h.ack(100 * MS, &[(ids[0], ids[0] + 1)]); // delivered passes 2 MSS: the bubble is over
     let late = h.send(100 * MS, 1)[0];
     h.ack(150 * MS, &[(ids[0], late + 1)]);
-    let flags: Vec<bool> = h
-        .acks()
-        .iter()
-        .map(|a| match a {
-            Heard::Ack { rate, .. } => rate.expect("valid sample").is_app_limited,
-            _ => unreachable!(),
-        })
-        .collect();
-    assert_eq!(flags, vec![false, false, true, false]);
+    let flags = app_limited_flags(&h);
+    // The first two: the connection's opening flight (the test below); the third: the
+    // application ran out; the last was sent once the bubble was delivered.
+    assert_eq!(flags, vec![true, true, true, false]);
+}
+
+#[test]
+fn the_first_flight_is_app_limited_as_linux_opens_with_a_bubble() {
+    // tcp_init_sock: "There's a bubble in the pipe until at least the first ACK"
+    // (tp->app_limited = ~0U), and tcp_rate_gen clears the mark at the first ACK: every packet
+    // of the initial window gives an application-limited sample, the next flight does not —
+    // with a backlog that never runs out.
+    let mut h = Harness::new(10);
+    let first = h.send(0, 10);
+    h.ack(10 * MS, &[(first[0], first[0] + 1)]);
+    let next = h.send(10 * MS, 1);
+    h.ack(11 * MS, &[(first[0], first[1] + 1)]);
+    h.ack(20 * MS, &[(first[0], next[0] + 1)]);
+    let flags = app_limited_flags(&h);
+    assert_eq!(flags, vec![true, true, false]);
 }
 
 /// Messages on a persistent connection: each completes when the cumulative ACK covers its last
