@@ -617,8 +617,12 @@ pub fn run(
         line.start(clock);
 
         // The main loop: records in, programs on schedule, progress out.
-        let mut failure = (!all_ready || !paths_serving)
-            .then(|| EmuError::Failed(format!("the flows' threads were not ready within {} s", START_LIMIT.as_secs())));
+        let mut failure = match (all_ready, paths_serving) {
+            (false, _) => Some("the flows' threads were not ready"),
+            (_, false) => Some("the path threads were not serving"),
+            _ => None,
+        }
+        .map(|what| EmuError::Failed(format!("{what} within {} s", START_LIMIT.as_secs())));
         while failure.is_none() {
             let now = clock.now();
             if now >= duration {
