@@ -20,6 +20,7 @@ use crate::workload::{RequestPlan, RequestSource};
 use crate::FlowInfo;
 use cclab_core::metrics::{MetricsConfig, Schedule};
 use cclab_core::rng::{stream, Rng};
+use cclab_core::scenario::hosts::Stalls;
 use cclab_core::scenario::{Link, Middlebox, Scenario, Traffic, PACKET_BYTES};
 use cclab_core::time::Time;
 use std::sync::Arc;
@@ -53,6 +54,8 @@ pub struct PathPlan {
     /// Largest per-packet processing delay at each sending host (data) and receiving host
     /// (ACKs), ns: `[hosts] jitter` resolved against the bottleneck rate; 0 without jitter.
     pub host_jitter: Time,
+    /// The hosts' stalls on top of that jitter (`[hosts] stalls` resolved; None: none).
+    pub host_stalls: Option<Stalls>,
     /// Largest extra delay drawn per packet on that line, ns (0: a constant delay).
     pub prop_jitter: Time,
     /// The ACK direction's delivery process, when it has one (a reverse trace or rate).
@@ -159,6 +162,7 @@ impl PathPlan {
             let spec = QdiscSpec::from_link(&named, &entries, service.mean_rate());
             (m, limit, spec)
         });
+        let host_jitter = scenario.hosts.jitter.resolve(service_rate, PACKET_BYTES);
         Ok(PathPlan {
             requests,
             middlebox,
@@ -168,7 +172,8 @@ impl PathPlan {
             qdisc: QdiscSpec::from_link(link, &entries, service_rate),
             loss: link.loss,
             prop_delay: link.delay.ns(),
-            host_jitter: scenario.hosts.jitter.resolve(service_rate, PACKET_BYTES),
+            host_jitter,
+            host_stalls: scenario.hosts.stalls.resolve(host_jitter),
             prop_jitter: link.delay_jitter.ns(),
             reverse_service,
             reverse_limit,
@@ -263,7 +268,10 @@ impl PathPlan {
     pub fn access_line<P>(&self, id: u32) -> DelayLine<P> {
         let f = &self.flows[id as usize];
         let rng = Rng::derive(self.seed, stream::SEND_HOST + id as u64);
-        DelayLine::with_jitter(f.access_delay.unwrap_or(0), Jitter::new(self.host_jitter, rng))
+        DelayLine::with_jitter(
+            f.access_delay.unwrap_or(0),
+            Jitter::new(self.host_jitter, rng).with_stalls(self.host_stalls),
+        )
     }
 
     /// Flow `id`'s ACK line from its receiver to the sender (or the reverse bottleneck): its
@@ -271,7 +279,7 @@ impl PathPlan {
     pub fn ack_line<P>(&self, id: u32) -> DelayLine<P> {
         let f = &self.flows[id as usize];
         let rng = Rng::derive(self.seed, stream::RECV_HOST + id as u64);
-        DelayLine::with_jitter(f.reverse_delay, Jitter::new(self.host_jitter, rng))
+        DelayLine::with_jitter(f.reverse_delay, Jitter::new(self.host_jitter, rng).with_stalls(self.host_stalls))
     }
 
     /// The random stream of flow `id`'s sender.

@@ -3,6 +3,7 @@
 //! bottleneck, the one stage with a policy, is in [`crate::bottleneck`].
 
 use cclab_core::rng::Rng;
+use cclab_core::scenario::hosts::Stalls;
 use cclab_core::time::Time;
 use std::collections::VecDeque;
 
@@ -34,6 +35,9 @@ pub struct DelayLine<P> {
 #[derive(Clone, Debug)]
 pub struct Jitter {
     max: Time,
+    /// A host's stalls on top of the uniform draw (`[hosts] stalls`), drawn from the same
+    /// stream after it.
+    stalls: Option<Stalls>,
     rng: Rng,
     /// Exit time of the last packet taken in.
     last_exit: Time,
@@ -41,13 +45,27 @@ pub struct Jitter {
 
 impl Jitter {
     pub fn new(max: Time, rng: Rng) -> Jitter {
-        Jitter { max, rng, last_exit: 0 }
+        Jitter { max, stalls: None, rng, last_exit: 0 }
     }
 
-    /// The exit time of a packet whose constant-delay exit would be `exit`.
+    pub fn with_stalls(self, stalls: Option<Stalls>) -> Jitter {
+        Jitter { stalls, ..self }
+    }
+
+    /// Whether it ever delays a packet.
+    fn is_active(&self) -> bool {
+        self.max > 0 || self.stalls.is_some()
+    }
+
+    /// The exit time of a packet whose constant-delay exit would be `exit`: a stalled packet
+    /// holds the ones behind it, as the host's queue waits with it.
     #[inline]
     fn exit(&mut self, exit: Time) -> Time {
-        let t = (exit + self.rng.below(self.max + 1)).max(self.last_exit);
+        let mut wait = self.rng.below(self.max + 1);
+        if let Some(s) = &self.stalls {
+            wait += s.draw(&mut self.rng);
+        }
+        let t = (exit + wait).max(self.last_exit);
         self.last_exit = t;
         t
     }
@@ -61,7 +79,7 @@ impl<P> DelayLine<P> {
     /// A line that adds `jitter` to its constant delay (a zero jitter draws nothing, so the
     /// line is exactly a constant one).
     pub fn with_jitter(delay: Time, jitter: Jitter) -> DelayLine<P> {
-        DelayLine { delay, jitter: (jitter.max > 0).then_some(jitter), q: VecDeque::new() }
+        DelayLine { delay, jitter: jitter.is_active().then_some(jitter), q: VecDeque::new() }
     }
 
     /// The constant part of the delay.
@@ -208,6 +226,28 @@ mod tests {
         let order: Vec<u64> = std::iter::from_fn(|| l.pop().map(|x| x.1)).collect();
         assert_eq!(order, (0..10_000).collect::<Vec<_>>());
         assert!(exits.windows(2).any(|w| w[0] == w[1]), "no packet waited for the one ahead");
+    }
+
+    /// A host that stalls holds what it sends behind the stalled packet: packets 10 µs apart
+    /// (closer than the 100 µs a stall lasts at least) leave in order, and after a stall the
+    /// next ones leave with it, bunched, as a late wake-up hands its backlog over at once.
+    #[test]
+    fn a_stall_holds_the_packets_behind_it() {
+        use cclab_core::units::Dur;
+        let stalls = Stalls { share: 0.05, from: Dur(100_000), max: Dur(1_000_000) };
+        // No uniform jitter: only the stalls move packets, and a line with only them is live.
+        let mut l = DelayLine::with_jitter(0, Jitter::new(0, Rng::new(5)).with_stalls(Some(stalls)));
+        assert!(!l.is_instant());
+        let exits: Vec<u64> = (0..20_000u64).map(|i| l.push(i * 10_000, i)).collect();
+        assert!(exits.windows(2).all(|w| w[0] <= w[1]));
+        let late: Vec<u64> = exits.iter().enumerate().map(|(i, &e)| e - i as u64 * 10_000).collect();
+        // ~1000 stalls of 330 µs on average (from · (1 + ln(max / from))) each hold the next
+        // ~20 packets 100 µs or more (14,560 here); on their own they would be ~1000.
+        let held = late.iter().filter(|&&w| w >= 100_000).count();
+        assert!(held > 10 * 1_000, "{held}");
+        assert!(late.iter().all(|&w| w <= 1_000_000));
+        let order: Vec<u64> = std::iter::from_fn(|| l.pop().map(|x| x.1)).collect();
+        assert_eq!(order, (0..20_000).collect::<Vec<_>>());
     }
 
     #[test]
