@@ -825,13 +825,17 @@ fn request_workload_over_kernel_tcp() {
     }
     let done: Vec<_> = reqs.iter().filter(|r| r.request.end.is_some()).collect();
     assert!(done.len() as f64 > 0.9 * n, "{} of {n} completed", done.len());
-    // No request beats its ideal time: the transfer at the link rate plus the base RTT. Nothing
-    // in the emulator is early (packets leave at their model time or later, and the client and
-    // the path read one clock); 10 µs covers the ns rounding of the model's times.
+    // No request beats its ideal time (the transfer at the link rate plus the base RTT) by more
+    // than the emulator allows itself: a wake-up may release a packet up to its tolerance
+    // before its model time, once on the way there (the request) and once on the way back
+    // (the response's last packet); the client and the path read one clock, and 10 µs covers
+    // the ns rounding of the model's times. (Seen: 11.3 µs early at 20 Mbit/s, whose
+    // tolerance is 80 µs.)
+    let early = 2.0 * out.emu.tolerance_ns as f64 + 10_000.0;
     for r in &done {
         let ideal = cclab_core::metrics::fct::ideal_ns(r.request.size, rate, base_rtt);
         let fct = (r.request.end.unwrap() - r.request.start) as f64;
-        assert!(fct >= ideal - 10_000.0, "{:?}: FCT {fct} ns < ideal {ideal} ns", r.request);
+        assert!(fct >= ideal - early, "{:?}: FCT {fct} ns < ideal {ideal} ns", r.request);
     }
     let summary = cclab_core::metrics::fct::summary(reqs);
     let all = summary.last().unwrap();
