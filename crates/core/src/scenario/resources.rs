@@ -167,18 +167,24 @@ pub fn estimate(s: &Scenario, limits: &dyn Fn(&FlowSpec) -> FlowLimits, rec: imp
     }
     if let Some(interval) = rec.trace {
         // At most one row per flow per interval, and never more than one per ACK (at the link's
-        // full rate, when it has one).
-        let per_interval = if interval == 0 { u64::MAX } else { flows.saturating_mul(count(duration, Dur(interval))) };
-        let per_ack = link.map_or(u64::MAX, |r| {
+        // full rate, when it has one; a trace link's rate is only known once its file is read,
+        // so its every-ACK trace is not estimated, as its packet log is not).
+        let per_interval = (interval > 0).then(|| flows.saturating_mul(count(duration, Dur(interval))));
+        let per_ack = link.map(|r| {
             ((r.0 as f64 / (8 * PACKET_BYTES) as f64) * (duration as f64 / 1e9)).min(u64::MAX as f64 / 2.0) as u64
         });
-        let rows = per_interval.min(per_ack);
-        let what = if interval == 0 {
-            format!("the sender trace (--trace, every ACK): about {rows} rows")
-        } else {
-            format!("the sender trace (--trace, every {}): about {rows} rows", Dur(interval))
+        let rows = match (per_interval, per_ack) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
         };
-        items.push(Item { field: "duration".into(), bytes: rows.saturating_mul(TRACE_ROW_BYTES), what });
+        if let Some(rows) = rows {
+            let what = if interval == 0 {
+                format!("the sender trace (--trace, every ACK): about {rows} rows")
+            } else {
+                format!("the sender trace (--trace, every {}): about {rows} rows", Dur(interval))
+            };
+            items.push(Item { field: "duration".into(), bytes: rows.saturating_mul(TRACE_ROW_BYTES), what });
+        }
     }
     if rec.log_packets {
         if let Some(rate) = link {
@@ -395,6 +401,14 @@ mod tests {
         let e = estimate(&s, &none, Recording { log_packets: false, trace: Some(0) });
         assert_eq!(e.items.last().unwrap().bytes, 10_000 * TRACE_ROW_BYTES);
         assert!(e.items.last().unwrap().what.contains("every ACK"));
+        // A trace link has no rate before its file is read: its every-ACK trace is not
+        // estimated (it was once counted as u64::MAX rows, refusing every such run).
+        let text = "duration = \"30s\"\n[link]\ntrace = \"x.trace\"\n[[flows]]\nscheme = \"cubic\"\n";
+        let s = Scenario::parse(text, "t.toml").unwrap();
+        let e = estimate(&s, &none, Recording { log_packets: true, trace: Some(0) });
+        assert!(e.items.iter().all(|i| !i.what.contains("sender trace")), "{:?}", e.items);
+        let e = estimate(&s, &none, Recording { log_packets: false, trace: Some(10_000_000) });
+        assert_eq!(e.items.last().unwrap().bytes, 3000 * TRACE_ROW_BYTES, "every 10 ms: counted by interval");
     }
 
     #[test]
