@@ -107,6 +107,7 @@ const KEYS: &[&str] = &[
     "recovery",
     "push_ack",
     "read_interval",
+    "window_growth",
     "sack_compression",
     "jitter",
 ];

@@ -51,13 +51,15 @@ fn a_late_flow_in_a_deep_queue_does_not_collapse_in_spurious_timeouts() {
     let (undo_tput, _, undo_events) = late_flow("rto = \"rfc6298\"\ntlp = false");
     assert!(undo_events > 0);
     assert!(undo_tput > 1.5 * rfc_tput, "{undo_tput} vs {rfc_tput} Mbit/s");
-    // Tail-loss probes alone (RFC 6298's timer, no undo) avoid them too: each probe timer
+    // Tail-loss probes alone (RFC 6298's timer, no undo) avoid most of them: each probe timer
     // (2·srtt) fires first, sends new data and rearms the RTO a full RTO later
-    // (tcp_send_loss_probe → tcp_rearm_rto), and the queue's ACKs arrive before that (measured
-    // 0 events, 0.51 Mbit/s, Linux's figure).
+    // (tcp_send_loss_probe → tcp_rearm_rto), so the queue's ACKs mostly arrive before it.
+    // Measured 1 event and 0.21 Mbit/s (0 and 0.51 while the receiver ACKed every other
+    // segment after its first 16: the window's growth now has the late flow's slow start
+    // ACKed segment by segment, and RFC 6298's variance settles on those samples sooner).
     let (tlp_tput, _, tlp_events) = late_flow("rto = \"rfc6298\"\nundo = false");
-    assert_eq!(tlp_events, 0);
-    assert!(tlp_tput > 1.5 * rfc_tput, "{tlp_tput} vs {rfc_tput} Mbit/s");
+    assert!(tlp_events < rfc_events, "{tlp_events} vs {rfc_events} timeouts");
+    assert!(tlp_tput > rfc_tput, "{tlp_tput} vs {rfc_tput} Mbit/s");
 }
 
 /// When each flow's first data packet left its sender, from the packet log.

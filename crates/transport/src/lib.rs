@@ -19,6 +19,7 @@
 mod handshake;
 mod prr;
 mod push;
+mod rcv_space;
 mod receiver;
 mod rtt;
 mod sack;

@@ -1,3 +1,4 @@
+use crate::rcv_space::RcvSpace;
 use crate::sack::SackCompression;
 use crate::{AckFrame, DataPacket, FeedbackSlot, IdRange, ACK_RANGES};
 use cclab_cc::agent::{ReceivedPacket, ReceiverAgent};
@@ -43,11 +44,26 @@ pub struct ReceiverConfig {
     /// Compress the ACKs of out-of-order data as Linux does (`[transport] sack_compression`;
     /// crate::sack). Only with `delayed_ack`.
     pub sack_compression: bool,
+    /// Grow the receive window as Linux does, each growing segment acknowledged at once
+    /// (`[transport] window_growth`; crate::rcv_space). Only with `delayed_ack`.
+    pub window_growth: bool,
+    /// The receive buffer's autotuned ceiling, as a window (`[transport] rmem_max` at the
+    /// scaling ratio).
+    pub window_max: u64,
 }
 
 impl Default for ReceiverConfig {
     fn default() -> Self {
-        ReceiverConfig { delayed_ack: true, ato_min: ATO_MIN, push_ack: true, read_interval: 0, sack_compression: true }
+        let transport = Transport::default();
+        ReceiverConfig {
+            delayed_ack: true,
+            ato_min: ATO_MIN,
+            push_ack: true,
+            read_interval: 0,
+            sack_compression: true,
+            window_growth: transport.window_growth,
+            window_max: transport.default_rwnd(),
+        }
     }
 }
 
@@ -60,6 +76,8 @@ impl ReceiverConfig {
             push_ack: transport.push_ack,
             read_interval: transport.read_interval.ns(),
             sack_compression: transport.sack_compression,
+            window_growth: transport.window_growth,
+            window_max: transport.default_rwnd(),
             ..Default::default()
         }
     }
@@ -192,6 +210,8 @@ pub struct Receiver {
     delack: DelAck,
     /// When out-of-order data is acknowledged (SACK compression).
     sack: SackCompression,
+    /// The receive window's growth, whose growing segments are acknowledged at once.
+    space: RcvSpace,
     /// When `on_timeout` must run: the earliest of the delayed-ACK deadline, the application's
     /// read and the compression timer ([`Receiver::ack_timer`]) or, with an agent, the earlier
     /// of that and the agent's timer.
@@ -216,6 +236,7 @@ impl Receiver {
             unacked: 0,
             delack: DelAck { rcv_mss: MSS_DEFAULT, ..Default::default() },
             sack: SackCompression::new(cfg.delayed_ack && cfg.sack_compression),
+            space: RcvSpace::new(cfg.window_max),
             ack_deadline: None,
             last_owd: 0,
             agent: None,
@@ -302,12 +323,18 @@ impl Receiver {
             return true;
         }
         let len = pkt.len as u64;
+        let grew = self.cfg.window_growth && self.window_grows(now, pkt, in_order);
         let d = &mut self.delack;
         if in_order {
             d.measure_rcv_mss(len, pkt.push, self.cfg.push_ack);
             // So a recovery that kept in-order data away for longer than the receiver's RTO
             // ends in quick ACKs when its last hole fills ("Too long gap").
             d.data_recv(now, self.cfg.ato_min);
+        }
+        if grew {
+            // tcp_grow_window: "inet_csk(sk)->icsk_ack.quick |= 1" — after tcp_incr_quickack,
+            // so the first segment's ACK leaves all 16 for later.
+            d.quick |= 1;
         }
         // "More than one full frame received", "We ACK each frame" (quick-ACK mode), or a
         // one-time immediate ACK.
@@ -338,6 +365,31 @@ impl Receiver {
         let t = now + ato;
         d.deadline = Some(d.deadline.map_or(t, |old| old.min(t)));
         false
+    }
+
+    /// The receive window's part of a data packet (crate::rcv_space), in Linux's order: the
+    /// receiver's RTT sample (tcp_rcv_rtt_measure_ts, for a segment of at least rcv_mss), the
+    /// window's growth with the segment queued (tcp_grow_window), then the application's read
+    /// of in-order data (tcp_rcv_space_adjust), which only later segments feel. True if the
+    /// window grew.
+    fn window_grows(&mut self, now: Time, pkt: &DataPacket, in_order: bool) -> bool {
+        let len = pkt.len as u64;
+        if len >= self.delack.rcv_mss {
+            self.space.measure_rtt(now, self.last_owd, self.delack.srtt);
+        }
+        // The out-of-order queue (this segment among it, if it is out of order) takes room in
+        // the buffer, and the buffer must reach as far as it does.
+        let (ooo, span) = self.holes_above.iter().fold((0, 0), |(n, _), &(s, e)| (n + e - s, e - self.stream_cum));
+        // Only queued data grows it (tcp_event_data_recv, tcp_data_queue_ofo); a duplicate
+        // below the cumulative point is dropped.
+        let grew = match in_order {
+            true => self.space.grow(len, len + ooo),
+            false => pkt.offset > self.stream_cum && self.space.grow(len, ooo),
+        };
+        if in_order {
+            self.space.on_read(now, self.stream_cum, span);
+        }
+        grew
     }
 
     pub fn next_timeout(&self) -> Option<Time> {
@@ -540,6 +592,7 @@ impl Receiver {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use cclab_core::scenario::MSS;
 
     fn pkt(id: u64, offset: u64) -> DataPacket {
         DataPacket { id, offset, len: 1000, sent: 0, retransmission: false, push: false }
@@ -564,25 +617,48 @@ mod tests {
 
     const MS: Time = 1_000_000;
 
-    /// A receiver that has used up its quick ACKs: 16 packets acked one by one at `t0`.
+    /// The delayed-ACK engine on its own: these tests send packets nanoseconds apart with no
+    /// RTT, which would have the buffer autotune at every packet, so their receivers keep the
+    /// window at its ceiling (`window_growth` false; the growth has tests of its own below).
+    fn engine() -> ReceiverConfig {
+        ReceiverConfig { window_growth: false, ..Default::default() }
+    }
+
+    /// The packets a fresh receiver acknowledges one by one: the 16 quick ACKs, and with the
+    /// window's growth the six segments that grow it first (they keep quick-ACK mode on
+    /// without spending one).
+    fn quick_at_start(cfg: &ReceiverConfig) -> u64 {
+        if cfg.window_growth {
+            22
+        } else {
+            16
+        }
+    }
+
+    /// A receiver that has used up its quick ACKs: its first packets acked one by one at `t0`.
     fn past_quickack(t0: Time) -> (Receiver, u64) {
-        past_quickack_with(t0, ReceiverConfig::default())
+        past_quickack_with(t0, engine())
     }
 
     fn past_quickack_with(t0: Time, cfg: ReceiverConfig) -> (Receiver, u64) {
         let mut r = Receiver::new(cfg);
-        for i in 0..16 {
+        let n = quick_at_start(&cfg);
+        for i in 0..n {
             assert!(r.on_data(t0 + i, &pkt(i, i * 1000)).is_some(), "quick ACK {i}");
         }
-        (r, 16)
+        (r, n)
     }
 
     #[test]
-    fn the_first_sixteen_packets_are_acked_one_by_one() {
+    fn the_first_packets_are_acked_one_by_one() {
         // tcp_event_data_recv: "The _first_ data packet received, initialize delayed ACK
         // engine": tcp_incr_quickack(sk, TCP_MAX_QUICKACKS), and tcp_in_quickack_mode makes
         // __tcp_ack_snd_check send at once ("We ACK each frame"); tcp_dec_quickack_mode spends
-        // one per ACK.
+        // one per ACK. Each of the first six segments also grows the receive window
+        // (tcp_grow_window: "icsk_ack.quick |= 1"), so 22 go one by one, as Linux 6.18's
+        // receivers do in the emulator; without the growth, 16.
+        let (mut r, n) = past_quickack_with(0, ReceiverConfig::default());
+        assert!(r.on_data(100, &pkt(n, n * 1000)).is_none(), "the 23rd waits");
         let (mut r, n) = past_quickack(0);
         assert!(r.on_data(100, &pkt(n, n * 1000)).is_none(), "the 17th waits");
         assert_eq!(r.next_timeout(), Some(100 + 40 * MS), "for the ATO, TCP_ATO_MIN = 40 ms");
@@ -594,6 +670,60 @@ mod tests {
         assert_eq!(r.on_timeout(300 + 40 * MS).expect("the delayed ACK").largest, n + 2);
     }
 
+    /// Slow start seen by a receiver on a 20 ms path (10 ms each way): round k brings
+    /// 10·2^k full segments 0.1 ms apart, each acknowledged at once or at the next; returns
+    /// per round the segments and the ACKs that covered one segment alone.
+    fn slow_start_rounds(cfg: ReceiverConfig, rounds: u32) -> Vec<(u64, u64)> {
+        let mut r = Receiver::new(cfg);
+        r.set_handshake_rtt(20 * MS);
+        let (mut id, mut out) = (0, vec![]);
+        for k in 0..rounds {
+            let n = 10u64 << k;
+            let (mut singles, mut acked) = (0, r.stream_cum);
+            for j in 0..n {
+                let t = 10 * MS + k as u64 * 20 * MS + j * MS / 10;
+                let p = DataPacket {
+                    id,
+                    offset: id * MSS,
+                    len: MSS as u32,
+                    sent: t - 10 * MS,
+                    retransmission: false,
+                    push: false,
+                };
+                id += 1;
+                let ack = r.on_data(t, &p).or_else(|| r.on_timeout(t + MS / 10 - 1));
+                if let Some(a) = ack {
+                    singles += u64::from(a.stream_cum - acked == MSS);
+                    acked = a.stream_cum;
+                }
+            }
+            out.push((n, singles));
+        }
+        out
+    }
+
+    #[test]
+    fn segments_that_grow_the_window_are_acked_one_by_one() {
+        // tcp_grow_window ends in "inet_csk(sk)->icsk_ack.quick |= 1": while the receive
+        // window grows the receiver stays in quick-ACK mode. Linux 6.18 in the emulator
+        // (kernel Cubic, 46 Mbit/s × 20 ms): the first 22 segments ACKed one by one (16 quick
+        // ACKs and 6 that grew the window to the 128 KiB buffer's clamp), then at every round
+        // of slow start the buffer autotunes (tcp_rcv_space_adjust) and the window grows again
+        // into it, segment by segment: 53–100 % of the ACKs of the first half second covered
+        // one segment. With the window at its ceiling from the start only the 16 quick ACKs
+        // do, and every ACK after them covers two segments.
+        let grown = slow_start_rounds(ReceiverConfig::default(), 5);
+        let fixed = slow_start_rounds(ReceiverConfig { window_growth: false, ..Default::default() }, 5);
+        assert_eq!(fixed, [(10, 10), (20, 6), (40, 0), (80, 0), (160, 0)]);
+        assert_eq!(grown[..2], [(10, 10), (20, 12)], "22 at the start: 10, then 12 more");
+        for (k, &(n, singles)) in grown.iter().enumerate().skip(2) {
+            // Each later round opens with the window growing two segments per segment into a
+            // clamp set at about six times the last round's read: at least a third of it.
+            assert!(3 * singles >= n, "round {k}: {singles} of {n} alone");
+            assert!(singles < n, "round {k}: the window stops growing before the round ends");
+        }
+    }
+
     #[test]
     fn a_pushed_segment_is_acked_alone_at_the_applications_read() {
         // net/ipv4/tcp_input.c, tcp_measure_rcv_mss (6.6+, commit 4720852ed9af): "If the skb
@@ -603,7 +733,7 @@ mod tests {
         // scheduled, `copied > 0 && (pending & ICSK_ACK_PUSHED) && !pingpong &&
         // !atomic_read(&sk->sk_rmem_alloc)` → tcp_send_ack. An application reading every 20
         // ms here (the default reads at each arrival: `push_ack_off_or_reads_at_arrival`).
-        let every_20ms = ReceiverConfig { read_interval: 20 * MS, ..Default::default() };
+        let every_20ms = ReceiverConfig { read_interval: 20 * MS, ..engine() };
         let pushed = |id: u64| DataPacket { push: true, ..pkt(id, id * 1000) };
         let (mut r, n) = past_quickack_with(0, every_20ms);
         assert!(r.on_data(5 * MS, &pushed(n)).is_none(), "not at arrival: at the next read");
@@ -635,19 +765,12 @@ mod tests {
     #[test]
     fn push_ack_off_or_reads_at_arrival() {
         let pushed = |id: u64| DataPacket { push: true, ..pkt(id, id * 1000) };
-        let quick = |cfg: ReceiverConfig| {
-            let mut r = Receiver::new(cfg);
-            for i in 0..16 {
-                r.on_data(i, &pkt(i, i * 1000)).expect("quick ACK");
-            }
-            r
-        };
-        let mut r = quick(ReceiverConfig { push_ack: false, ..Default::default() });
-        assert!(r.on_data(5 * MS, &pushed(16)).is_none());
+        let (mut r, n) = past_quickack_with(0, ReceiverConfig { push_ack: false, ..engine() });
+        assert!(r.on_data(5 * MS, &pushed(n)).is_none());
         assert_eq!(r.next_timeout(), Some(45 * MS), "PSH ignored: the delayed-ACK timer");
-        let mut r = quick(ReceiverConfig::default());
-        assert!(r.on_data(5 * MS, &pushed(16)).is_some(), "an application blocked in read()");
-        assert!(r.on_data(6 * MS, &pkt(17, 17_000)).is_none(), "PUSHED went with that ACK");
+        let (mut r, n) = past_quickack(0);
+        assert!(r.on_data(5 * MS, &pushed(n)).is_some(), "an application blocked in read()");
+        assert!(r.on_data(6 * MS, &pkt(n + 1, (n + 1) * 1000)).is_none(), "PUSHED went with that ACK");
     }
 
     #[test]
@@ -657,7 +780,7 @@ mod tests {
         // changing lengths: two of them are not more than one rcv_mss, so a third is needed ...
         // (an application that reads every 20 ms, so that a short segment, which ends a write,
         // waits for the read rather than being acknowledged as it is read at arrival).
-        let every_20ms = ReceiverConfig { read_interval: 20 * MS, ..Default::default() };
+        let every_20ms = ReceiverConfig { read_interval: 20 * MS, ..engine() };
         let (mut r, n) = past_quickack_with(0, every_20ms);
         let seg = |id: u64, off: u64, len: u32| DataPacket { len, ..pkt(id, off) };
         let off = n * 1000;
@@ -840,7 +963,7 @@ mod tests {
 
     #[test]
     fn sack_compression_off_acks_each_out_of_order_arrival() {
-        let cfg = ReceiverConfig { sack_compression: false, ..Default::default() };
+        let cfg = ReceiverConfig { sack_compression: false, ..engine() };
         let mut r = Receiver::new(cfg);
         for i in 0..16 {
             r.on_data(i, &pkt(i, i * 1000)).expect("quick ACK");
@@ -914,7 +1037,7 @@ mod agent_tests {
     #[test]
     fn delayed_acks_and_the_agent_timer_share_one_deadline() {
         let agent: Box<dyn ReceiverAgent> = Box::new(Counter { packets: 0, next: 1_000_000_000 });
-        let cfg = ReceiverConfig { delayed_ack: true, ato_min: 40, ..Default::default() };
+        let cfg = ReceiverConfig { delayed_ack: true, ato_min: 40, window_growth: false, ..Default::default() };
         let mut r = Receiver::new(cfg).with_agent(Some(agent));
         for id in 0..16 {
             assert!(r.on_data(id, &pkt(id)).is_some(), "quick ACK {id}");

@@ -5,7 +5,8 @@
 //! this section: they are Linux.
 //!
 //! Sender-side keys: `handshake`, `rto`, `rto_max`, `undo`, `tso`, `pacing_credit`, `prr`,
-//! `tlp`, `rack`, `recovery`, `rmem_max`. (The receiver's keys live in their own group.)
+//! `tlp`, `rack`, `recovery`, `rmem_max`. (The receiver's keys live in their own group:
+//! `push_ack`, `read_interval`, `sack_compression`, `window_growth`.)
 
 use crate::units::{Bytes, Dur};
 use serde::{Deserialize, Serialize};
@@ -154,6 +155,22 @@ pub struct Transport {
     /// out-of-order arrival at once (tcp_comp_sack_nr = 0, RFC 5681 §4.2).
     #[serde(default = "default_true")]
     pub sack_compression: bool,
+    /// Grow the receive window as Linux does, and acknowledge each segment that grows it at
+    /// once (crates/transport's `rcv_space`): the window starts at the SYN-ACK's 45 segments
+    /// and gains two per segment (tcp_grow_window) up to what the receive buffer holds, a
+    /// buffer that starts at 128 KiB (tcp_rmem[1]) and autotunes once per receiver RTT to
+    /// twice the last RTT's read plus twice its growth, up to `rmem_max` (tcp_rcv_space_adjust,
+    /// tcp_rcvbuf_grow); tcp_grow_window ends in `icsk_ack.quick |= 1`, so while the window
+    /// grows — six segments at the start, then the first part of every slow-start round — the
+    /// receiver ACKs segment by segment, and only once it stops does it spend the 16 quick
+    /// ACKs and fall back to one ACK per two segments. Measured in the emulator (kernel Cubic,
+    /// 46 Mbit/s × 20 ms): 22 single ACKs at the start, single ACKs for 53–100 % of the
+    /// first 0.5 s, 1–5 % after. The sender's limit stays `rwnd` or the ceiling (the grown
+    /// window stays ahead of a slow start's flight). Only with the flow's `delayed_ack`.
+    /// Default true; false: the window at its ceiling from the start, 16 quick ACKs, then one
+    /// per two segments.
+    #[serde(default = "default_true")]
+    pub window_growth: bool,
 }
 
 /// Linux's tp->scaling_ratio for full-sized segments (in 256ths): tcp_measure_rcv_mss sets it
@@ -202,6 +219,7 @@ impl Default for Transport {
             push_ack: true,
             read_interval: default_read_interval(),
             sack_compression: true,
+            window_growth: true,
         }
     }
 }
@@ -225,12 +243,12 @@ mod tests {
         assert!(s.transport.rack && s.transport.pacing_credit);
         assert_eq!(s.transport.recovery, RecoveryModel::Linux);
         assert_eq!((s.transport.push_ack, s.transport.read_interval), (true, Dur(0)));
-        assert!(s.transport.sack_compression);
+        assert!(s.transport.sack_compression && s.transport.window_growth);
         assert_eq!(s.transport.default_rwnd(), 20 << 20, "tcp_win_from_space at scaling_ratio 160");
         let text = format!(
             "{BASE}[transport]\nhandshake = false\nrto = \"rfc6298\"\nrto_max = \"60s\"\nundo = false\ntso = false\npacing_credit = false\n\
              prr = false\ntlp = false\nrack = false\nrecovery = \"rfc9002\"\nrmem_max = \"6291456B\"\npush_ack = false\nread_interval = \"0s\"\n\
-             sack_compression = false\n"
+             sack_compression = false\nwindow_growth = false\n"
         );
         let s = Scenario::parse(&text, "t.toml").unwrap();
         assert_eq!(
@@ -250,6 +268,7 @@ mod tests {
                 push_ack: false,
                 read_interval: Dur(0),
                 sack_compression: false,
+                window_growth: false,
             }
         );
     }
