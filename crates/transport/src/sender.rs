@@ -170,6 +170,9 @@ struct Sent {
     first_send_time: Time,
     tx_in_flight: u64,
     lost: u64,
+    /// It repairs data declared lost (sent again from the retransmit queue): while in flight,
+    /// that loss is still outstanding (Linux's lost_out).
+    repair: bool,
 }
 
 /// One segment to send.
@@ -245,6 +248,9 @@ pub struct Sender {
     /// snd_nxt when the episode began (tp->high_seq): a Linux episode ends once the cumulative
     /// ACK reaches it.
     high_seq: u64,
+    /// A Linux episode ended with losses still outstanding and the next began on the same
+    /// ACK (`end_episode_if_over`): its cut is due once the controller has seen the ACK.
+    recut_due: bool,
     /// PRR's window while a fast recovery reduces the controller's (Some only in Recovery).
     prr: Option<Prr>,
     /// The highest cumulative ACK seen (stream bytes), to tell when it advances.
@@ -326,6 +332,7 @@ impl Sender {
             recovery_start: None,
             recovery_end_id: 0,
             high_seq: 0,
+            recut_due: false,
             prr: None,
             snd_una: 0,
             rto_deadline: None,
@@ -614,6 +621,7 @@ impl Sender {
             first_send_time: self.first_send_time,
             tx_in_flight: self.in_flight,
             lost: self.lost_total,
+            repair: retransmission,
         });
         if let Some(rate) = pacing {
             if !in_burst {
@@ -700,6 +708,9 @@ impl Sender {
                 return None;
             }
             let p = self.emit(now, Segment { offset: off, len, retransmission: true, push }, None, false);
+            if let Some(probe) = self.sent.back_mut() {
+                probe.repair = false; // a probe repeats data no one declared lost
+            }
             self.tlp_twins = Some(Twins { orig, probe: p.id, acked: false });
             p
         };
@@ -849,6 +860,8 @@ impl Sender {
             // alone may end a Linux episode.
             if una_advanced && self.linux_episodes() {
                 self.end_episode_if_over(now, 0);
+                // The next episode's cut, if it began on this ACK.
+                self.report_congestion(now, &[], prior_in_flight);
             }
             return;
         };
@@ -1177,6 +1190,21 @@ impl Sender {
         if self.ca_state == CaState::Open || !over {
             return;
         }
+        if self.ca_state == CaState::Recovery && self.linux_episodes() && self.loss_outstanding() {
+            // tcp_fastretrans_alert: tcp_try_undo_recovery returns the state to Open, then
+            // "if (!tcp_time_to_recover(sk, flag)) ... tcp_enter_recovery" — and
+            // tcp_time_to_recover's "Trick#1: The loss is proven" (tp->lost_out) holds while
+            // data declared lost during the episode (sent after it began) is unacknowledged:
+            // the next episode begins on the same ACK, high_seq at snd_nxt again, and a module
+            // without its own cong_control cuts again (tcp_init_cwnd_reduction). BBR, which
+            // only reads the state at its next ACK, sees one Recovery go on.
+            self.high_seq = self.next_offset;
+            self.recovery_end_id = self.next_id;
+            self.recovery_start = Some(now);
+            self.prr = None;
+            self.recut_due = self.cc.uses_prr();
+            return;
+        }
         self.ca_state = CaState::Open;
         self.undo_end = None;
         // tcp_end_cwnd_reduction: the controller's window (its ssthresh) governs again.
@@ -1188,6 +1216,11 @@ impl Sender {
     /// One congestion event per recovery epoch: only a loss of a packet sent after the
     /// current epoch began starts a new one (reference §0.3).
     fn report_congestion(&mut self, now: Time, lost: &[LostPacket], prior_in_flight: u64) {
+        let lost_bytes = lost.iter().map(|l| l.bytes).sum();
+        if std::mem::take(&mut self.recut_due) {
+            let newest_lost = lost.iter().map(|l| l.send_time).max().unwrap_or(0);
+            return self.congestion_event(now, newest_lost, lost_bytes, prior_in_flight);
+        }
         let signals = lost.iter().filter(|l| !self.superseded_probe(l.id));
         let Some(newest_lost) = signals.map(|l| l.send_time).max() else { return };
         if self.recovery_start.is_some_and(|s| newest_lost <= s) {
@@ -1196,6 +1229,20 @@ impl Sender {
         if self.linux_episodes() && self.ca_state != CaState::Open {
             return;
         }
+        self.congestion_event(now, newest_lost, lost_bytes, prior_in_flight);
+    }
+
+    /// Whether data declared lost is still unacknowledged (Linux's lost_out > 0): waiting to
+    /// be sent again, or sent again and in flight — above the cumulative ACK (below it the
+    /// original arrived after all, and Linux's tcp_clean_rtx_queue has dropped it).
+    fn loss_outstanding(&self) -> bool {
+        let unacked = |off: u64, len: u32| off + len as u64 > self.snd_una;
+        self.retransmit.iter().any(|&(off, len, _)| unacked(off, len))
+            || self.sent.iter().any(|p| p.repair && p.state == State::InFlight && unacked(p.offset, p.len))
+    }
+
+    /// A new recovery episode and the controller's cut.
+    fn congestion_event(&mut self, now: Time, newest_lost: Time, lost_bytes: u64, prior_in_flight: u64) {
         self.recovery_start = Some(now);
         self.recovery_end_id = self.next_id;
         self.high_seq = self.next_offset;
@@ -1210,7 +1257,7 @@ impl Sender {
         let ev = CongestionEvent {
             now,
             largest_lost_send_time: newest_lost,
-            lost_bytes: lost.iter().map(|l| l.bytes).sum(),
+            lost_bytes,
             in_flight: self.in_flight,
             prior_in_flight,
         };

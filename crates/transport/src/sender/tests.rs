@@ -512,6 +512,45 @@ fn a_linux_episode_lasts_until_the_cumulative_ack_reaches_high_seq() {
 }
 
 #[test]
+fn an_episode_that_ends_with_a_loss_unrepaired_begins_the_next_at_once() {
+    // tcp_fastretrans_alert at "!before(tp->snd_una, tp->high_seq)": tcp_try_undo_recovery
+    // sets the state Open, then "if (!tcp_time_to_recover(sk, flag))" — whose "Trick#1: The
+    // loss is proven" is tp->lost_out — so a segment declared lost during the episode and not
+    // yet acknowledged starts the next on the same ACK: tcp_enter_recovery, high_seq at
+    // snd_nxt, and for a module without its own cong_control tcp_init_cwnd_reduction's cut.
+    // (Measured: kernel Cubic on the Nepal path, seed 1, cuts 13 → 9 segments as its second
+    // episode ends at 1.87 s, with a segment sent during it still being repaired.)
+    let run = |prr: bool| {
+        let mut h = Harness::linux(100);
+        h.cc.lock().unwrap().uses_prr = prr;
+        h.send(0, 10);
+        h.ack_cum(10 * MS, 0, &[(1, 10)]); // segment 0 lost; high_seq = 10 segments
+                                           // Segment 0 again (id 10), new segments 10 and 11 (ids 11, 12), sent during the episode.
+        assert_eq!(h.send(11 * MS, 3), vec![10, 11, 12]);
+        // Only id 12 arrives: ids 10 and 11, sent before it, are lost (RACK, no window in
+        // recovery); this episode takes no second cut.
+        h.ack_cum(40 * MS, 0, &[(12, 13), (1, 10)]);
+        assert_eq!(h.congestion_events().len(), 1);
+        // Segment 0 (id 13) and segment 10 (id 14) again; segment 0's repair arrives first,
+        // bringing the cumulative ACK to high_seq with segment 10 still unrepaired.
+        assert_eq!(h.send(41 * MS, 2), vec![13, 14]);
+        h.ack_cum(60 * MS, 10, &[(13, 14), (12, 13)]);
+        (h, prr)
+    };
+    let (mut h, _) = run(true);
+    assert_eq!((h.congestion_events().len(), h.s.ca_state()), (2, CaState::Recovery), "a second cut");
+    assert!(!h.heard().iter().any(|e| matches!(e, Heard::RecoveryExit(_))), "never Open in between");
+    // The new episode's high_seq is snd_nxt when it began (12 segments): segment 10's repair
+    // brings the cumulative ACK there, nothing is outstanding, and recovery ends.
+    h.ack_cum(80 * MS, 12, &[(14, 15), (12, 13)]);
+    assert_eq!((h.congestion_events().len(), h.s.ca_state()), (2, CaState::Open));
+    // A controller with its own cong_control (BBR) reads the state at its next ACK: one
+    // Recovery, no second event.
+    let (h, _) = run(false);
+    assert_eq!((h.congestion_events().len(), h.s.ca_state()), (1, CaState::Recovery));
+}
+
+#[test]
 fn the_ack_event_reports_recovery_from_the_ack_after_the_loss() {
     // The controller's interface (cclab_cc::types::CaState, Linux's tcp_ca_state): the ACK
     // that reveals the loss still reports Open; the congestion event follows it.
