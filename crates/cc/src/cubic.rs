@@ -5,7 +5,7 @@
 //! compared with Linux traces; the interface converts to bytes with the MSS. The cubic curve is
 //! evaluated in f64 seconds with exact `C` and `β` rather than Linux's 2^-10 s fixed point and
 //! `717/1024`; only its integer truncations are kept. Time uses the transport's nanoseconds;
-//! where Linux counts jiffies we assume HZ = 1000 (1 ms).
+//! where Linux counts jiffies they are [`JIFFY`]s (4 ms, CONFIG_HZ = 250).
 //!
 //! A congestion event cuts the window straight to ssthresh, and the window does not grow until
 //! recovery ends; meanwhile the transport meters the flight down to it by PRR (`uses_prr`,
@@ -18,12 +18,10 @@ use crate::registry::{BuildResult, OptValue, OptionInfo, OptionKind, Options, Sc
 use crate::types::*;
 use std::ops::Bound;
 
-use cclab_core::time::MS;
-use cclab_core::time::SEC;
-/// Linux's jiffy at HZ = 1000: `bictcp_update` recomputes `cnt` at most once per jiffy.
-const JIFFY: Time = MS;
-/// `HZ / 32`: with an unchanged window, `cnt` is recomputed at most this often.
-const CNT_REFRESH: Time = SEC / 32;
+use cclab_core::time::{JIFFY, LINUX_HZ, MS, SEC};
+/// `HZ / 32` jiffies (integer division: 7 at HZ = 250, 28 ms): with an unchanged window, `cnt`
+/// is recomputed at most this often.
+const CNT_REFRESH: Time = (LINUX_HZ / 32) * JIFFY;
 /// Min-RTT samples this soon after an epoch starts (i.e. just after recovery) are ignored.
 const DELAY_SAMPLE_QUARANTINE: Time = SEC;
 /// Before the first loss `cnt` is capped at 20, so the window grows ≥ 5 % per RTT.
@@ -356,7 +354,10 @@ impl Cubic {
             };
             // Project the curve one minimum RTT ahead: the target is where the window should
             // be when this ACK's successors come back.
-            let t = (now.saturating_sub(epoch_start) + self.delay_min) as f64 / SEC as f64;
+            // Linux counts t in jiffies ("t = (s32)(tcp_jiffies32 - ca->epoch_start); t +=
+            // usecs_to_jiffies(ca->delay_min);"): the two ticks apart, delay_min rounded up.
+            let ticks = (now / JIFFY).saturating_sub(epoch_start / JIFFY) + self.delay_min.div_ceil(JIFFY);
+            let t = (ticks * JIFFY) as f64 / SEC as f64;
             let offs = (t - self.k).abs();
             // Truncated like Linux's fixed-point `delta`; `as` saturates for absurd spans.
             let delta = (self.cfg.c * offs * offs * offs) as u64;

@@ -21,9 +21,9 @@ const PACKET_THRESHOLD: u64 = 3;
 /// [`GSO_MAX_SIZE`].
 const PACING_SHIFT: u32 = 10;
 const TSO_RTT_LOG: u32 = 9;
-/// Linux's TCP_TIMEOUT_MIN (2 jiffies; HZ = 1000 assumed, as crates/cc's Cubic does): the PTO's
+/// Linux's TCP_TIMEOUT_MIN (2 jiffies: 8 ms at [`cclab_core::time::LINUX_HZ`]): the PTO's
 /// allowance when more than one packet is out, and RACK's timer's beyond the last packet due.
-const TCP_TIMEOUT_MIN: Time = 2_000_000;
+const TCP_TIMEOUT_MIN: Time = 2 * cclab_core::time::JIFFY;
 /// Segments Linux sends before it paces (tcp_update_skb_after_send: tp->data_segs_out >= 10).
 const LINUX_UNPACED_SEGS: u64 = 10;
 /// Linux's initial tp->reordering (net.ipv4.tcp_reordering): SACKed packets after which RACK

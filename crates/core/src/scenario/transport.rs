@@ -30,7 +30,8 @@ pub enum RtoModel {
 pub enum RecoveryModel {
     /// Linux (net/ipv4/tcp_input.c, tcp_enter_recovery and tcp_fastretrans_alert): an episode
     /// records snd_nxt (tp->high_seq) and lasts until the cumulative ACK reaches it; no loss
-    /// starts another while it lasts.
+    /// starts another while it lasts, but one that ends with a segment declared lost during it
+    /// still unacknowledged (tcp_time_to_recover's lost_out) begins the next at once.
     #[default]
     Linux,
     /// RFC 9002 §7.3.2: an episode ends when a packet sent after it began is acknowledged; a

@@ -280,9 +280,10 @@ fn rack_marks_a_packet_lost_its_successors_rtt_plus_a_quarter_min_rtt_after_it_l
     h.send(5 * MS, 1); // id 1
     h.ack(5 * MS + 80 * MS, &[(1, 2)]); // rack.rtt = 80 ms, min_rtt 80 ms: reo_wnd 20 ms
     assert!(h.losses().is_empty(), "one SACKed packet, sent 5 ms after: 5 ms < reo_wnd");
-    // Due at 0 + 80 + 20 ms; tcp_rack_mark_lost arms the timer TCP_TIMEOUT_MIN (2 ms) later.
-    assert_eq!(h.s.next_timeout(), Some(100 * MS + 2 * MS));
-    h.s.on_timeout(102 * MS);
+    // Due at 0 + 80 + 20 ms; tcp_rack_mark_lost arms the timer TCP_TIMEOUT_MIN later (2
+    // jiffies: 8 ms at CONFIG_HZ = 250).
+    assert_eq!(h.s.next_timeout(), Some(100 * MS + 8 * MS));
+    h.s.on_timeout(108 * MS);
     assert_eq!(h.losses(), vec![(0, LossCause::TimeThreshold)]);
     assert_eq!(h.congestion_events().len(), 1);
 
@@ -1144,21 +1145,21 @@ fn tail(cfg: SenderConfig, n: usize) -> Harness {
 fn a_silent_tail_gets_a_probe_of_new_data_after_two_srtt() {
     // RFC 8985 §7.2 / Linux tcp_schedule_loss_probe: "Probe timeout is 2*rtt. Add minimum RTO
     // to account for delayed ack when there's one outstanding packet" (else TCP_TIMEOUT_MIN,
-    // 2 jiffies); tcp_send_loss_probe sends new data when there is some, outside the window
+    // 2 jiffies: 8 ms at CONFIG_HZ = 250); tcp_send_loss_probe sends new data when there is some, outside the window
     // (tcp_write_xmit with push_one = 2: "Force out a loss probe pkt.").
     let mut h = Harness::with(10, SenderConfig::default());
     h.send(0, 1);
     h.ack(20 * MS, &[(0, 1)]);
     assert_eq!(h.send(20 * MS, 10).len(), 10);
     assert!(h.s.poll_transmit(20 * MS).is_none(), "the window is full");
-    assert_eq!(h.s.next_timeout(), Some(20 * MS + 2 * 20 * MS + 2 * MS));
-    h.s.on_timeout(62 * MS);
-    let p = h.s.poll_transmit(62 * MS).expect("the probe");
+    assert_eq!(h.s.next_timeout(), Some(20 * MS + 2 * 20 * MS + 8 * MS));
+    h.s.on_timeout(68 * MS);
+    let p = h.s.poll_transmit(68 * MS).expect("the probe");
     assert!(!p.retransmission && p.id == 11 && p.offset == 11 * MSS, "{p:?}");
-    assert!(h.s.poll_transmit(62 * MS).is_none(), "one probe, then the window again");
+    assert!(h.s.poll_transmit(68 * MS).is_none(), "one probe, then the window again");
     assert_eq!((h.s.stats.tlp_probes, h.s.stats.rto_count), (1, 0));
     // tcp_rearm_rto after the probe: a full RTO from now, and no second probe this episode.
-    assert_eq!(h.s.next_timeout(), Some(62 * MS + 220 * MS));
+    assert_eq!(h.s.next_timeout(), Some(68 * MS + 220 * MS));
 }
 
 #[test]
@@ -1168,8 +1169,8 @@ fn with_no_new_data_the_probe_resends_the_last_segment_and_its_ack_starts_fast_r
     // recovery instead of an RTO"): a congestion event, no timeout, and the last segment, which
     // the probe delivered, is not sent a third time.
     let mut h = tail(SenderConfig::default(), 3); // ids 1–3
-    h.s.on_timeout(62 * MS);
-    let p = h.s.poll_transmit(62 * MS).expect("the probe");
+    h.s.on_timeout(68 * MS);
+    let p = h.s.poll_transmit(68 * MS).expect("the probe");
     assert!(p.retransmission && p.id == 4 && p.offset == 3 * MSS, "{p:?}");
     h.ack(90 * MS, &[(4, 5)]);
     assert_eq!(h.s.ca_state(), CaState::Recovery);
@@ -1184,8 +1185,8 @@ fn a_probe_lost_after_its_original_was_acked_costs_nothing() {
     // dropped on the way is invisible to it (no SACK of it, nothing to mark, no reduction;
     // tcp_process_tlp_ack acts only on the ACK that passes tlp_high_seq, here a plain one).
     let mut h = tail(SenderConfig::default(), 3); // ids 1–3
-    h.s.on_timeout(62 * MS);
-    assert_eq!(h.s.poll_transmit(62 * MS).expect("the probe").id, 4);
+    h.s.on_timeout(68 * MS);
+    assert_eq!(h.s.poll_transmit(68 * MS).expect("the probe").id, 4);
     h.ack(70 * MS, &[(1, 4)]); // the originals were only late
     h.s.set_app_limit(7 * MSS);
     assert_eq!(h.send(70 * MS, 3).len(), 3); // ids 5–7
