@@ -1214,7 +1214,8 @@ impl Sender {
     }
 
     /// One congestion event per recovery epoch: only a loss of a packet sent after the
-    /// current epoch began starts a new one (reference §0.3).
+    /// current epoch began starts a new one (reference §0.3) — or, Linux's, the episode that
+    /// began on this ACK with losses outstanding (`recut_due`).
     fn report_congestion(&mut self, now: Time, lost: &[LostPacket], prior_in_flight: u64) {
         let lost_bytes = lost.iter().map(|l| l.bytes).sum();
         if std::mem::take(&mut self.recut_due) {
