@@ -17,6 +17,11 @@ pub const LINUX_HZ: u64 = 250;
 /// One of Linux's jiffies at [`LINUX_HZ`]: 4 ms.
 pub const JIFFY: Time = SEC / LINUX_HZ;
 
+/// Linux's tcp_jiffies32 at `t`, as a time: the start of the jiffy `t` falls in.
+pub fn jiffies(t: Time) -> Time {
+    t / JIFFY * JIFFY
+}
+
 /// The earlier of two optional deadlines (None: not armed).
 #[inline]
 pub fn earlier(a: Option<Time>, b: Option<Time>) -> Option<Time> {

@@ -18,8 +18,8 @@
 //! detector; the "in network at EDT" estimate for phase and drain decisions; and the TSO
 //! quantisation budget (option `offload_budget`, on by default to behave as Linux; off gives
 //! the textbook cwnd of the 2017 draft). Packets and whole-packet windows inside, as Linux;
-//! bytes at the interface. Time in the transport's nanoseconds rather than Linux's µs and
-//! jiffies; the bandwidth in f64 packets per second rather than a 2^-24 fixed point.
+//! bytes at the interface. Time in the transport's nanoseconds rather than Linux's µs, but
+//! the min-RTT window and PROBE_RTT's 200 ms on jiffy ticks as Linux's; the bandwidth in f64 packets per second rather than a 2^-24 fixed point.
 //!
 //! Where the substrate differs from Linux:
 //! - the transport reports `CaState::Recovery` on the ACK after the one that found the first
@@ -327,7 +327,7 @@ impl CongestionControl for Bbr {
             self.min_rtt = Some(rtt.min);
             self.srtt = Some(rtt.smoothed);
         }
-        self.min_rtt_stamp = now;
+        self.min_rtt_stamp = cclab_core::time::jiffies(now);
         self.ack_epoch_mstamp = now;
         self.delivered_mstamp = now;
         self.cycle_mstamp = 0;

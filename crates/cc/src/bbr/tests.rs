@@ -1,6 +1,7 @@
 use super::*;
 
 use cclab_core::scenario::MSS;
+use cclab_core::time::{jiffies, JIFFY};
 
 /// Feeds BBR synthetic ACKs: one packet acked per call, with a rate sample.
 struct Feed {
@@ -156,15 +157,17 @@ fn probe_rtt_after_10_s_holds_4_packets_for_200_ms_and_a_round() {
     // Down to 4 packets: the clock starts; 199 ms later and a round later, still probing.
     f.ack(f.now + MS, rtt, 8000.0, 0, 4, CaState::Open);
     let start = f.now;
-    assert_eq!(f.bbr.probe_rtt_done_stamp, Some(start + 200 * MS));
+    // Linux's clock is tcp_jiffies32: the 200 ms run from the start of the current jiffy.
+    assert_eq!(f.bbr.probe_rtt_done_stamp, Some(jiffies(start) + 200 * MS));
     let prior = f.delivered;
     f.ack(start + 199 * MS, rtt, 8000.0, prior, 4, CaState::Open);
     assert_eq!(f.bbr.mode(), Mode::ProbeRtt);
-    // After 200 ms (and the round done), back to PROBE_BW with the window restored.
-    f.ack(start + 201 * MS, rtt, 8000.0, 0, 4, CaState::Open);
+    // On the first tick after 200 ms (and the round done), back to PROBE_BW with the window
+    // restored ("after(tcp_jiffies32, bbr->probe_rtt_done_stamp)").
+    f.ack(jiffies(start) + 200 * MS + JIFFY, rtt, 8000.0, 0, 4, CaState::Open);
     assert_eq!(f.bbr.mode(), Mode::ProbeBw);
     assert!(f.bbr.cwnd >= f.bbr.prior_cwnd.min(cwnd_before));
-    assert_eq!(f.bbr.min_rtt_stamp, f.now);
+    assert_eq!(f.bbr.min_rtt_stamp, jiffies(f.now));
     // Samples taken while probing were tagged application-limited.
     let mut rng = Rng::new(1);
     let tag = f.bbr.on_packet_sent(&SentPacket::default(), &mut CcContext { mss: MSS, rng: &mut rng });
