@@ -709,7 +709,7 @@ mod tests {
         // (kernel Cubic, 46 Mbit/s × 20 ms): the first 22 segments ACKed one by one (16 quick
         // ACKs and 6 that grew the window to the 128 KiB buffer's clamp), then at every round
         // of slow start the buffer autotunes (tcp_rcv_space_adjust) and the window grows again
-        // into it, segment by segment: 53–100 % of the ACKs of the first half second covered
+        // into it, segment by segment: 40–64 % of the ACKs of the first half second covered
         // one segment. With the window at its ceiling from the start only the 16 quick ACKs
         // do, and every ACK after them covers two segments.
         let grown = slow_start_rounds(ReceiverConfig::default(), 5);

@@ -165,8 +165,8 @@ pub struct Transport {
     /// grows — six segments at the start, then the first part of every slow-start round — the
     /// receiver ACKs segment by segment, and only once it stops does it spend the 16 quick
     /// ACKs and fall back to one ACK per two segments. Measured in the emulator (kernel Cubic,
-    /// 46 Mbit/s × 20 ms): 22 single ACKs at the start, single ACKs for 53–100 % of the
-    /// first 0.5 s, 1–5 % after. The sender's limit stays `rwnd` or the ceiling (the grown
+    /// 46 Mbit/s × 20 ms): 22 single ACKs at the start, 40–64 % of the ACKs single in the
+    /// first 0.5 s, 1–8 % after. The sender's limit stays `rwnd` or the ceiling (the grown
     /// window stays ahead of a slow start's flight). Only with the flow's `delayed_ack`.
     /// Default true; false: the window at its ceiling from the start, 16 quick ACKs, then one
     /// per two segments.
