@@ -21,12 +21,12 @@
 //! start), one per two segments otherwise.
 //!
 //! What the sender is allowed to send stays the flow's ceiling (`rwnd`, or
-//! [`cclab_core::scenario::Transport::default_rwnd`]): the window grown here stays ahead of a slow-starting
-//! sender's flight (two segments per segment against one), as the capture shows, so only its
-//! ACKs are modelled, not its limit.
+//! [`cclab_core::scenario::Transport::default_rwnd`]): the window grown here stays ahead of a
+//! slow-starting sender's flight (two segments per segment against one), as the capture shows,
+//! so only its ACKs are modelled, not its limit.
 
 use cclab_cc::Time;
-use cclab_core::scenario::transport::SCALING_RATIO;
+use cclab_core::scenario::transport::win_from_space;
 #[cfg(test)]
 use cclab_core::scenario::Transport;
 use cclab_core::scenario::MSS;
@@ -40,11 +40,6 @@ const INITIAL_SCALING_RATIO: u64 = 128;
 const INIT_SPACE_SEGMENTS: u64 = 10;
 /// tcp_grow_window runs for segments of at least 128 bytes (tcp_event_data_recv).
 const MIN_GROW_LEN: u64 = 128;
-
-/// tcp_win_from_space: the window a buffer of `space` bytes holds.
-fn win_from_space(space: u64) -> u64 {
-    space * SCALING_RATIO / 256
-}
 
 /// The receive window's growth and the buffer's autotuning, for one connection.
 #[derive(Clone, Copy, Debug)]

@@ -19,7 +19,8 @@
 //! quantisation budget (option `offload_budget`, on by default to behave as Linux; off gives
 //! the textbook cwnd of the 2017 draft). Packets and whole-packet windows inside, as Linux;
 //! bytes at the interface. Time in the transport's nanoseconds rather than Linux's µs, but
-//! the min-RTT window and PROBE_RTT's 200 ms on jiffy ticks as Linux's; the bandwidth in f64 packets per second rather than a 2^-24 fixed point.
+//! the min-RTT window and PROBE_RTT's 200 ms on jiffy ticks as Linux's; the bandwidth in f64
+//! packets per second rather than a 2^-24 fixed point.
 //!
 //! Where the substrate differs from Linux:
 //! - the transport reports `CaState::Recovery` on the ACK after the one that found the first

@@ -183,10 +183,15 @@ pub struct Transport {
 /// would stop it at 16 MiB (11586 ms), 62.5 % (20 MiB) does not.
 pub const SCALING_RATIO: u64 = 160;
 
+/// tcp_win_from_space: the window a receive buffer of `space` bytes holds at [`SCALING_RATIO`].
+pub fn win_from_space(space: u64) -> u64 {
+    space * SCALING_RATIO / 256
+}
+
 impl Transport {
     /// The receive window of a flow without `rwnd`: `rmem_max` · [`SCALING_RATIO`] / 256.
     pub fn default_rwnd(&self) -> u64 {
-        self.rmem_max.0 * SCALING_RATIO / 256
+        win_from_space(self.rmem_max.0)
     }
 }
 
