@@ -10,11 +10,12 @@
 //! segments and grows by two segments per arriving segment up to tp->window_clamp, the window
 //! its receive buffer holds. The buffer starts at tcp_rmem[1] (128 KiB: a clamp of 56
 //! segments at the scaling ratio) and autotunes (dynamic right-sizing): once per receiver RTT
-//! the application's read finds how much it read in the last one, and when that grew the
-//! buffer is set to hold twice it plus twice the growth again ("slow start: allow the sender
-//! to double its rate"), at most tcp_rmem[2]. So each slow-start round raises the clamp and
-//! its first segments grow the window into it, one quick ACK each; in steady state the clamp
-//! stops moving and the window with it. Measured in the emulator (kernel Cubic, 46 Mbit/s ×
+//! the application's read finds how much it read in the last one, less what still waits
+//! unread, and when that grew the buffer is set to hold twice it plus twice the growth again
+//! ("slow start: allow the sender to double its rate"), at most tcp_rmem[2]; out-of-order
+//! data raises it to hold twice the last read and the queue's reach. So each slow-start
+//! round raises the clamp and its first segments grow the window into it, one quick ACK
+//! each; in steady state the clamp stops moving and the window with it. Measured in the emulator (kernel Cubic, 46 Mbit/s ×
 //! 20 ms, `cclab run … --pcap`): the window advertised 45 → 56 segments over the first six
 //! segments, then 104, 239, 487 over the next rounds, growing two segments per segment, the
 //! ACKs one per segment while it grows and 16 more after the first stop (22 in a row at the
@@ -115,12 +116,20 @@ impl RcvSpace {
         self.sampled_at = now;
     }
 
-    /// tcp_rcv_space_adjust, as the application reads at `now` with `read` stream bytes read
-    /// in all (it reads each segment as it arrives, so nothing waits in the queue): once per
-    /// receiver RTT, a read that grew over the last one's raises the buffer and the clamp
-    /// (tcp_rcvbuf_grow); `ooo_span` is how far the out-of-order queue reaches beyond the
-    /// cumulative point, which the buffer must also hold.
-    pub(crate) fn on_read(&mut self, now: Time, read: u64, ooo_span: u64) {
+    /// tcp_rcv_space_adjust, as the application's read reaches stream offset `read` at `now`
+    /// with `inq` bytes behind it already in order and not read yet: once per receiver RTT, a
+    /// read that grew over the last one's raises the buffer and the clamp (tcp_rcvbuf_grow);
+    /// `ooo_span` is how far the out-of-order queue reaches beyond the cumulative point, which
+    /// the buffer must also hold.
+    ///
+    /// The application reads skb by skb and Linux measures after each one, counting what
+    /// still waits in the queue against what was read ("copied -= inq", since 6.16). When a
+    /// retransmission fills a hole, the segment itself is one skb and what it releases from
+    /// the out-of-order queue others: the measure that finds an RTT passed runs after the
+    /// first, so the released data counts against this measure and towards the next.
+    /// Traced on the kernel here (tcp:tcp_rcvbuf_grow, Nepal's path, seed 2): the fill of
+    /// segment 41 released 42–54 and the tracepoint read copied = 26 segments, inq = 13.
+    pub(crate) fn on_read(&mut self, now: Time, read: u64, inq: u64, ooo_span: u64) {
         let Some((seq, time)) = self.since else {
             self.since = Some((read, now));
             return;
@@ -128,7 +137,7 @@ impl RcvSpace {
         if self.rtt == 0 || now < time + self.rtt {
             return;
         }
-        let copied = read - seq;
+        let copied = (read - seq).saturating_sub(inq);
         if copied > self.space {
             let old = self.space;
             self.space = copied;
@@ -137,10 +146,22 @@ impl RcvSpace {
             let base = 2 * copied as u128;
             let grow = base * (copied - old) as u128 / old as u128;
             let win = u64::try_from(base + 2 * grow).unwrap_or(u64::MAX).saturating_add(ooo_span);
-            // tcp_space_from_win then tcp_win_from_space: the clamp is the window itself.
-            self.clamp = self.clamp.max(win.min(self.clamp_max));
+            self.raise_clamp(win);
         }
         self.since = Some((read, now));
+    }
+
+    /// tcp_data_queue_ofo's tcp_rcvbuf_grow (since 6.16, "tcp: adjust rcvbuf in presence of
+    /// reorders"): after an out-of-order segment the buffer holds twice the last RTT's read
+    /// and the out-of-order queue's reach, `ooo_span` bytes beyond the cumulative point.
+    pub(crate) fn on_out_of_order(&mut self, ooo_span: u64) {
+        self.raise_clamp((2 * self.space).saturating_add(ooo_span));
+    }
+
+    /// tcp_space_from_win then tcp_win_from_space: the clamp is the window itself, at most
+    /// tcp_rmem[2]'s, and the buffer never shrinks here.
+    fn raise_clamp(&mut self, win: u64) {
+        self.clamp = self.clamp.max(win.min(self.clamp_max));
     }
 
     /// The window the receiver may advertise now (tp->rcv_ssthresh), for tests and traces.
@@ -153,7 +174,7 @@ impl RcvSpace {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use cclab_core::time::MS;
+    use cclab_core::time::{MS, SEC};
 
     fn fresh() -> RcvSpace {
         RcvSpace::new(Transport::default().default_rwnd())
@@ -189,17 +210,66 @@ mod tests {
         let mut s = fresh();
         let rtt = 20 * MS;
         s.measure_rtt(0, rtt / 2, Some(rtt));
-        s.on_read(0, 0, 0);
-        s.on_read(rtt - 1, 20 * MSS, 0);
+        s.on_read(0, 0, 0, 0);
+        s.on_read(rtt - 1, 20 * MSS, 0, 0);
         assert_eq!(s.clamp, 81_920, "not before a receiver RTT has passed");
-        s.on_read(rtt, 20 * MSS, 0);
+        s.on_read(rtt, 20 * MSS, 0, 0);
         assert_eq!(s.clamp, 120 * MSS);
         // Steady state: the same read per round leaves the clamp where it is.
-        s.on_read(2 * rtt, 40 * MSS, 0);
+        s.on_read(2 * rtt, 40 * MSS, 0, 0);
         assert_eq!(s.clamp, 120 * MSS, "20 read against 20: no growth");
         // And the ceiling holds: win_from_space(tcp_rmem[2]).
-        s.on_read(3 * rtt, 40 * MSS + 100_000_000, 0);
+        s.on_read(3 * rtt, 40 * MSS + 100_000_000, 0, 0);
         assert_eq!(s.clamp, Transport::default().default_rwnd());
+    }
+
+    /// A measure that has waited a receiver RTT: the next read decides it.
+    fn measured(space: u64) -> RcvSpace {
+        let mut s = fresh();
+        s.space = space;
+        s.rtt = 200 * MS;
+        s.since = Some((0, 0));
+        s
+    }
+
+    #[test]
+    fn the_kernels_traced_measures_give_its_clamps() {
+        // Figures of tcp:tcp_rcvbuf_grow on the kernel here (Nepal's path, kernel Cubic), each
+        // the state before one measure: `copied` bytes read since it began, `inq` in order
+        // and unread, `space` the last one's, `ooo` the out-of-order queue's reach.
+        //   seed 3: copied=23168 inq=0 space=14480 ooo=23168; the next one showed
+        //   window_clamp=125105 (2·23168 + 4·23168·8688/14480 + 23168 = 125106, less a byte
+        //   of rounding through the buffer's size).
+        let mut s = measured(14_480);
+        s.on_read(SEC, 23_168, 0, 23_168);
+        assert_eq!((s.space, s.clamp), (23_168, 125_106));
+        //   seed 2: copied=37648 inq=18824 space=14480 ooo=15928 — a hole filled, 13
+        //   segments released behind the filling one: 18824 counts, below the clamp's
+        //   reach (76165); then copied=53576 inq=0 space=18824, and the window advertised
+        //   since was 503808 (2048-byte units): 2·53576 + 4·53576·34752/18824 = 502790.
+        let mut s = measured(14_480);
+        s.on_read(SEC, 37_648, 18_824, 15_928);
+        assert_eq!((s.space, s.clamp), (18_824, 81_920));
+        s.on_read(2 * SEC, 37_648 + 53_576, 0, 0);
+        assert_eq!((s.space, s.clamp), (53_576, 502_790));
+        // Had the released segments counted as read (the whole 37648 against 14480), the
+        // clamp would have been 2·37648 + 4·37648·23168/14480 + 15928 = 332.2 kB.
+        let mut s = measured(14_480);
+        s.on_read(SEC, 37_648, 0, 15_928);
+        assert_eq!(s.clamp, 332_170);
+    }
+
+    #[test]
+    fn out_of_order_data_raises_the_buffer_to_hold_it() {
+        // tcp_data_queue_ofo's tcp_rcvbuf_grow: twice the last measure's read and the queue's
+        // reach. Seed 1 of the same trace: space=18824 and rcvbuf=139008 (a clamp of 86880 at
+        // ratio 160) before its measure, set while 34 segments (49232 bytes) waited out of
+        // order: 2·18824 + 49232 = 86880.
+        let mut s = measured(18_824);
+        s.on_out_of_order(20 * MSS);
+        assert_eq!(s.clamp, 81_920, "a clamp only grows");
+        s.on_out_of_order(49_232);
+        assert_eq!(s.clamp, 86_880);
     }
 
     #[test]

@@ -370,7 +370,8 @@ impl Receiver {
     /// The receive window's part of a data packet (crate::rcv_space), in Linux's order: the
     /// receiver's RTT sample (tcp_rcv_rtt_measure_ts, for a segment of at least rcv_mss), the
     /// window's growth with the segment queued (tcp_grow_window), then the application's read
-    /// of in-order data (tcp_rcv_space_adjust), which only later segments feel. True if the
+    /// of in-order data (tcp_rcv_space_adjust) or the buffer's room for out-of-order data
+    /// (tcp_data_queue_ofo's tcp_rcvbuf_grow), which only later segments feel. True if the
     /// window grew.
     fn window_grows(&mut self, now: Time, pkt: &DataPacket, in_order: bool) -> bool {
         let len = pkt.len as u64;
@@ -382,14 +383,21 @@ impl Receiver {
         let (ooo, span) = self.holes_above.iter().fold((0, 0), |(n, _), &(s, e)| (n + e - s, e - self.stream_cum));
         // Only queued data grows it (tcp_event_data_recv, tcp_data_queue_ofo); a duplicate
         // below the cumulative point is dropped.
-        let grew = match in_order {
-            true => self.space.grow(len, len + ooo),
-            false => pkt.offset > self.stream_cum && self.space.grow(len, ooo),
-        };
         if in_order {
-            self.space.on_read(now, self.stream_cum, span);
+            // What this segment released from the out-of-order queue (`inq`) is still in the
+            // buffer as the window grows, and the application reads this segment first.
+            let end = pkt.offset + len;
+            let inq = self.stream_cum - end;
+            let grew = self.space.grow(len, len + inq + ooo);
+            self.space.on_read(now, end, inq, span);
+            grew
+        } else if pkt.offset > self.stream_cum {
+            let grew = self.space.grow(len, ooo);
+            self.space.on_out_of_order(span);
+            grew
+        } else {
+            false
         }
-        grew
     }
 
     pub fn next_timeout(&self) -> Option<Time> {
