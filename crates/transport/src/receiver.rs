@@ -4,13 +4,15 @@ use crate::{AckFrame, DataPacket, FeedbackSlot, IdRange, ACK_RANGES};
 use cclab_cc::agent::{ReceivedPacket, ReceiverAgent};
 use cclab_cc::Time;
 use cclab_core::scenario::{FlowSpec, Transport};
-use cclab_core::time::{earlier, MS, SEC};
+use cclab_core::time::{earlier, JIFFY, MS, SEC};
 use std::collections::VecDeque;
 
 /// TCP_ATO_MIN and TCP_DELACK_MIN (include/net/tcp.h, HZ/25): the delayed-ACK timeout's floor.
 const ATO_MIN: Time = 40 * MS;
 /// HZ/2: the delayed-ACK timeout's ceiling in tcp_send_delayed_ack (outside ping-pong mode).
 const ATO_MAX: Time = 500 * MS;
+/// TCP_DELACK_MAX (HZ/5), icsk_delack_max's default: the last bound on the timeout.
+const DELACK_MAX: Time = 200 * MS;
 /// TCP_MAX_QUICKACKS: the quick ACKs granted at the start and after a long silence.
 const MAX_QUICKACKS: u32 = 16;
 /// TCP_MSS_DEFAULT: rcv_mss before the first full segment (tcp_initialize_rcv_mss).
@@ -35,6 +37,11 @@ pub struct ReceiverConfig {
     pub delayed_ack: bool,
     /// TCP_ATO_MIN; only tests change it.
     pub ato_min: Time,
+    /// The delayed-ACK engine's clock: Linux's jiffy ([`JIFFY`]), whose ticks its ATO, its
+    /// arrival times and its timer count in, the timer firing on the tick after its expiry
+    /// (the timer wheel rounds up by one tick: kernel/time/timer.c, calc_index). 0: exact
+    /// nanoseconds, for tests that check the engine's arithmetic.
+    pub timer_tick: Time,
     /// Acknowledge a full-sized segment with PSH once the application has read it
     /// (`[transport] push_ack`; [`Receiver::on_read`]).
     pub push_ack: bool,
@@ -58,6 +65,7 @@ impl Default for ReceiverConfig {
         ReceiverConfig {
             delayed_ack: true,
             ato_min: ATO_MIN,
+            timer_tick: JIFFY,
             push_ack: true,
             read_interval: 0,
             sack_compression: true,
@@ -110,12 +118,54 @@ struct DelAck {
     last_seg_size: u64,
     /// The application's next read while a pushed segment waits for its ACK.
     read_at: Option<Time>,
+    /// The clock it counts in (`ReceiverConfig::timer_tick`).
+    tick: Ticks,
+}
+
+/// Times on the delayed-ACK engine's clock: tcp_jiffies32 and jiffies arithmetic, or exact
+/// nanoseconds (0).
+#[derive(Clone, Copy, Debug, Default)]
+struct Ticks(Time);
+
+impl Ticks {
+    /// The start of the tick `t` falls in (tcp_jiffies32 at `t`).
+    fn floor(self, t: Time) -> Time {
+        if self.0 == 0 {
+            t
+        } else {
+            t / self.0 * self.0
+        }
+    }
+
+    /// `t` rounded up to whole ticks (usecs_to_jiffies).
+    fn ceil(self, t: Time) -> Time {
+        if self.0 == 0 {
+            t
+        } else {
+            t.div_ceil(self.0) * self.0
+        }
+    }
+
+    /// `t >> shift` in whole ticks, as Linux shifts a count of jiffies.
+    fn shr(self, t: Time, shift: u32) -> Time {
+        if self.0 == 0 {
+            t >> shift
+        } else {
+            (t / self.0 >> shift) * self.0
+        }
+    }
+
+    /// When a timer that expires at `expires` (a tick) fires: on the next tick.
+    fn fire(self, expires: Time) -> Time {
+        expires + self.0
+    }
 }
 
 impl DelAck {
-    /// The receiver's own RTO, as tcp_set_rto computes it from its one sample.
+    /// The receiver's own RTO, as tcp_set_rto computes it from its one sample (in jiffies,
+    /// rounded up).
     fn rto(&self) -> Time {
-        self.srtt.map_or(RTO_INIT, |r| r + (2 * r).max(RTO_MIN))
+        self.tick.ceil(self.srtt.map_or(RTO_INIT, |r| r + (2 * r).max(RTO_MIN)))
     }
 
     /// tcp_incr_quickack: quick = min(rcv_wnd / (2·rcv_mss), TCP_MAX_QUICKACKS); Linux's initial
@@ -161,18 +211,21 @@ impl DelAck {
         self.pushed = true;
     }
 
-    /// tcp_event_data_recv's ATO update, for in-order data arriving at `now`.
+    /// tcp_event_data_recv's ATO update, for in-order data arriving at `now` (its clock
+    /// tcp_jiffies32: the gap since the last arrival in whole ticks).
     fn data_recv(&mut self, now: Time, ato_min: Time) {
+        let now = self.tick.floor(now);
         if self.ato == 0 {
             // "The _first_ data packet received, initialize delayed ACK engine."
             self.incr_quickack();
             self.ato = ato_min;
         } else {
             let m = now.saturating_sub(self.lrcvtime);
-            if m <= ato_min / 2 {
-                self.ato = self.ato / 2 + ato_min / 2;
+            let half = |t| self.tick.shr(t, 1);
+            if m <= half(ato_min) {
+                self.ato = half(self.ato) + half(ato_min);
             } else if m < self.ato {
-                self.ato = (self.ato / 2 + m).min(self.rto());
+                self.ato = (half(self.ato) + m).min(self.rto());
             } else if m > self.rto() {
                 // "Too long gap. Apparently sender failed to restart window."
                 self.incr_quickack();
@@ -187,13 +240,30 @@ impl DelAck {
     }
 
     /// tcp_send_delayed_ack's timeout: the ATO, above TCP_DELACK_MIN bounded by HZ/2 and by
-    /// the RTT (at least TCP_DELACK_MIN).
+    /// the RTT (at least TCP_DELACK_MIN), then by icsk_delack_max.
     fn timeout(&self, ato_min: Time) -> Time {
-        if self.ato <= ato_min {
-            return self.ato;
+        let mut ato = self.ato;
+        if ato > ato_min {
+            let max_ato = self.srtt.map_or(ATO_MAX, |r| self.tick.ceil(r).max(ato_min).min(ATO_MAX));
+            ato = ato.min(max_ato);
         }
-        let max_ato = self.srtt.map_or(ATO_MAX, |r| r.max(ato_min).min(ATO_MAX));
-        self.ato.min(max_ato)
+        ato.min(DELACK_MAX)
+    }
+
+    /// tcp_send_delayed_ack's timer for data that arrived at `now`: true to send the ACK now,
+    /// a timer already due within a quarter of the ATO; otherwise the timer is armed for the
+    /// earlier of its old and its new expiry ("Stay within the limit we were given"), and
+    /// fires on the tick after it.
+    fn arm(&mut self, now: Time, ato_min: Time) -> bool {
+        let ato = self.timeout(ato_min);
+        let now = self.tick.floor(now);
+        let old = self.deadline.map(|fire| fire - self.tick.0);
+        if old.is_some_and(|expires| expires <= now + self.tick.shr(ato, 2)) {
+            return true;
+        }
+        let expires = old.map_or(now + ato, |old| old.min(now + ato));
+        self.deadline = Some(self.tick.fire(expires));
+        false
     }
 }
 
@@ -234,7 +304,7 @@ impl Receiver {
             stream_cum: 0,
             holes_above: VecDeque::new(),
             unacked: 0,
-            delack: DelAck { rcv_mss: MSS_DEFAULT, ..Default::default() },
+            delack: DelAck { rcv_mss: MSS_DEFAULT, tick: Ticks(cfg.timer_tick), ..Default::default() },
             sack: SackCompression::new(cfg.delayed_ack && cfg.sack_compression),
             space: RcvSpace::new(cfg.window_max),
             ack_deadline: None,
@@ -354,17 +424,7 @@ impl Receiver {
             // The application's next read after this arrival.
             d.read_at = Some((now / t + 1) * t);
         }
-        // tcp_send_delayed_ack: a timer already due within a quarter of the ATO sends now;
-        // otherwise the earlier of the old and the new deadline.
-        let ato = d.timeout(self.cfg.ato_min);
-        if let Some(t) = d.deadline {
-            if t <= now + ato / 4 {
-                return true;
-            }
-        }
-        let t = now + ato;
-        d.deadline = Some(d.deadline.map_or(t, |old| old.min(t)));
-        false
+        d.arm(now, self.cfg.ato_min)
     }
 
     /// The receive window's part of a data packet (crate::rcv_space), in Linux's order: the
@@ -628,8 +688,9 @@ mod tests {
     /// The delayed-ACK engine on its own: these tests send packets nanoseconds apart with no
     /// RTT, which would have the buffer autotune at every packet, so their receivers keep the
     /// window at its ceiling (`window_growth` false; the growth has tests of its own below).
+    /// The delayed-ACK engine alone, on an exact clock: its arithmetic in nanoseconds.
     fn engine() -> ReceiverConfig {
-        ReceiverConfig { window_growth: false, ..Default::default() }
+        ReceiverConfig { window_growth: false, timer_tick: 0, ..Default::default() }
     }
 
     /// The packets a fresh receiver acknowledges one by one: the 16 quick ACKs, and with the
@@ -676,6 +737,25 @@ mod tests {
         assert!(r.on_data(300, &pkt(n + 2, (n + 2) * 1000)).is_none());
         assert!(r.on_timeout(300 + 40 * MS - 1).is_none());
         assert_eq!(r.on_timeout(300 + 40 * MS).expect("the delayed ACK").largest, n + 2);
+    }
+
+    #[test]
+    fn the_delayed_ack_engine_counts_in_jiffies() {
+        // Linux keeps icsk_ack.ato and lrcvtime in jiffies (4 ms at HZ = 250) and arms the
+        // timer for jiffies + ato, which the timer wheel fires on the tick after (calc_index:
+        // "Round up with level granularity"): a segment at 1001 ms waits until 1044 ms.
+        let cfg = ReceiverConfig { window_growth: false, ..Default::default() };
+        let (mut r, n) = past_quickack_with(SEC, cfg);
+        assert!(r.on_data(SEC + MS, &pkt(n, n * 1000)).is_none());
+        assert_eq!(r.next_timeout(), Some(SEC + 44 * MS), "expires at 1040 ms, fires a tick later");
+        // tcp_event_data_recv measures the gap in whole jiffies: 22 ms from 1001 ms is five
+        // (1000 → 1020 ms), at most TCP_ATO_MIN / 2, so the ATO stays 40 ms; another 22 ms is
+        // six (1020 → 1044 ms), so the ATO becomes 20 + 24 = 44 ms (exact nanoseconds: 20 +
+        // 22). The segment at 1045 ms then waits for 1044 + 44 ms, firing at 1092.
+        assert!(r.on_data(SEC + 23 * MS, &pkt(n + 1, (n + 1) * 1000)).is_some(), "two segments");
+        assert!(r.on_data(SEC + 45 * MS, &pkt(n + 2, (n + 2) * 1000)).is_none());
+        assert_eq!(r.delack.ato, 44 * MS);
+        assert_eq!(r.next_timeout(), Some(SEC + 92 * MS));
     }
 
     /// Slow start seen by a receiver on a 20 ms path (10 ms each way): round k brings
@@ -1045,7 +1125,13 @@ mod agent_tests {
     #[test]
     fn delayed_acks_and_the_agent_timer_share_one_deadline() {
         let agent: Box<dyn ReceiverAgent> = Box::new(Counter { packets: 0, next: 1_000_000_000 });
-        let cfg = ReceiverConfig { delayed_ack: true, ato_min: 40, window_growth: false, ..Default::default() };
+        let cfg = ReceiverConfig {
+            delayed_ack: true,
+            ato_min: 40,
+            window_growth: false,
+            timer_tick: 0,
+            ..Default::default()
+        };
         let mut r = Receiver::new(cfg).with_agent(Some(agent));
         for id in 0..16 {
             assert!(r.on_data(id, &pkt(id)).is_some(), "quick ACK {id}");
