@@ -130,11 +130,7 @@ struct Ticks(Time);
 impl Ticks {
     /// The start of the tick `t` falls in (tcp_jiffies32 at `t`).
     fn floor(self, t: Time) -> Time {
-        if self.0 == 0 {
-            t
-        } else {
-            t / self.0 * self.0
-        }
+        t.checked_div(self.0).map_or(t, |n| n * self.0)
     }
 
     /// `t` rounded up to whole ticks (usecs_to_jiffies).
@@ -148,11 +144,7 @@ impl Ticks {
 
     /// `t >> shift` in whole ticks, as Linux shifts a count of jiffies.
     fn shr(self, t: Time, shift: u32) -> Time {
-        if self.0 == 0 {
-            t >> shift
-        } else {
-            (t / self.0 >> shift) * self.0
-        }
+        t.checked_div(self.0).map_or(t >> shift, |n| (n >> shift) * self.0)
     }
 
     /// When a timer that expires at `expires` (a tick) fires: on the next tick.
