@@ -4,7 +4,7 @@ use crate::{AckFrame, DataPacket, FeedbackSlot, IdRange, ACK_RANGES};
 use cclab_cc::agent::{ReceivedPacket, ReceiverAgent};
 use cclab_cc::Time;
 use cclab_core::scenario::{FlowSpec, Transport};
-use cclab_core::time::{earlier, JIFFY, MS, SEC};
+use cclab_core::time::{earlier, wheel_fire_tick, JIFFY, MS, SEC};
 use std::collections::VecDeque;
 
 /// TCP_ATO_MIN and TCP_DELACK_MIN (include/net/tcp.h, HZ/25): the delayed-ACK timeout's floor.
@@ -108,7 +108,9 @@ struct DelAck {
     rcv_wup: u64,
     /// The receiver's RTT, from the handshake (tcp_synack_rtt_meas), which bounds the ATO.
     srtt: Option<Time>,
-    /// When the delayed-ACK timer fires (icsk_ack.timeout), if armed.
+    /// The delayed-ACK timer's expiry (icsk_ack.timeout) and when the timer wheel fires it,
+    /// if armed.
+    expires: Option<Time>,
     deadline: Option<Time>,
     /// ICSK_ACK_PUSHED: a segment that looks like the end of a write arrived since the last
     /// ACK (`measure_rcv_mss`).
@@ -147,9 +149,13 @@ impl Ticks {
         t.checked_div(self.0).map_or(t >> shift, |n| (n >> shift) * self.0)
     }
 
-    /// When a timer that expires at `expires` (a tick) fires: on the next tick.
-    fn fire(self, expires: Time) -> Time {
-        expires + self.0
+    /// When a timer armed at `now` (a tick) that expires at `expires` (a tick) fires: on the
+    /// timer wheel's tick ([`wheel_fire_tick`]; the next one for the delayed ACK's range).
+    fn fire(self, now: Time, expires: Time) -> Time {
+        match self.0 {
+            0 => expires,
+            t => wheel_fire_tick(expires / t, (expires - now) / t) * t,
+        }
     }
 }
 
@@ -249,12 +255,12 @@ impl DelAck {
     fn arm(&mut self, now: Time, ato_min: Time) -> bool {
         let ato = self.timeout(ato_min);
         let now = self.tick.floor(now);
-        let old = self.deadline.map(|fire| fire - self.tick.0);
-        if old.is_some_and(|expires| expires <= now + self.tick.shr(ato, 2)) {
+        if self.expires.is_some_and(|expires| expires <= now + self.tick.shr(ato, 2)) {
             return true;
         }
-        let expires = old.map_or(now + ato, |old| old.min(now + ato));
-        self.deadline = Some(self.tick.fire(expires));
+        let expires = self.expires.map_or(now + ato, |old| old.min(now + ato));
+        self.expires = Some(expires);
+        self.deadline = Some(self.tick.fire(now, expires));
         false
     }
 }
@@ -508,6 +514,7 @@ impl Receiver {
         // tcp_event_ack_sent → inet_csk_clear_xmit_timer(ICSK_TIME_DACK): pending, PUSHED
         // with it, is cleared, and the timer stopped.
         d.deadline = None;
+        d.expires = None;
         d.pushed = false;
         d.read_at = None;
         d.rcv_wup = self.stream_cum;

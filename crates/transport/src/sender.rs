@@ -67,6 +67,11 @@ pub struct SenderConfig {
     /// Pace as Linux's TCP does for a controller that models a Linux module (`[transport]
     /// pacing_credit`; [`Sender::pacing_gap`]).
     pub pacing_credit: bool,
+    /// The retransmission timer's clock (the RTO, the loss probe and RACK's reordering
+    /// timer) for a controller that models a Linux module: Linux's jiffy, the timer firing on
+    /// the timer wheel's tick ([`cclab_core::time::linux_timer_fires`]); 0, and for the other
+    /// schemes: exact nanoseconds.
+    pub timer_tick: Time,
 }
 
 impl Default for SenderConfig {
@@ -87,6 +92,7 @@ impl Default for SenderConfig {
             recovery: RecoveryModel::Linux,
             push: true,
             pacing_credit: true,
+            timer_tick: cclab_core::time::JIFFY,
         }
     }
 }
@@ -111,6 +117,7 @@ impl SenderConfig {
             recovery: transport.recovery,
             push: transport.push_ack && spec.delayed_ack,
             pacing_credit: transport.pacing_credit,
+            timer_tick: cclab_core::time::JIFFY,
         }
     }
 }
@@ -641,7 +648,7 @@ impl Sender {
             p.on_sent();
         }
         if self.rto_deadline.is_none() {
-            self.rto_deadline = Some(now + self.rtt.rto());
+            self.rto_deadline = Some(self.timer_at(now, self.rtt.rto()));
         }
         self.stats.packets_sent += 1;
         self.stats.retransmissions += u64::from(retransmission);
@@ -669,7 +676,17 @@ impl Sender {
         } else {
             2 * s.smoothed + TCP_TIMEOUT_MIN
         };
-        self.tlp_deadline = Some((now + pto).min(rto_at));
+        self.tlp_deadline = Some(self.timer_at(now, pto).min(rto_at));
+    }
+
+    /// When a timer armed at `now` for `delay` fires: on Linux's timer wheel for a Linux
+    /// module, else exactly.
+    fn timer_at(&self, now: Time, delay: Time) -> Time {
+        if self.cfg.timer_tick != 0 && self.cc.uses_rack() {
+            cclab_core::time::linux_timer_fires(now, delay)
+        } else {
+            now + delay
+        }
     }
 
     /// Closes the receive window's blocked interval, if one is open: something else (the
@@ -716,7 +733,7 @@ impl Sender {
         };
         self.tlp_high = Some(p.id);
         self.tlp_deadline = None;
-        self.rto_deadline = Some(now + self.rtt.rto());
+        self.rto_deadline = Some(self.timer_at(now, self.rtt.rto()));
         self.stats.tlp_probes += 1;
         Some(p)
     }
@@ -971,7 +988,7 @@ impl Sender {
                 w.fill_to(self.next_offset + self.in_flight, u64::MAX);
             }
         }
-        self.rto_deadline = (self.in_flight > 0).then(|| now + self.rtt.rto());
+        self.rto_deadline = (self.in_flight > 0).then(|| self.timer_at(now, self.rtt.rto()));
         // tcp_set_xmit_timer: the probe timer when tcp_schedule_loss_probe allows one.
         self.arm_tlp(now);
         self.mark_app_limited();
@@ -1089,7 +1106,12 @@ impl Sender {
             }
             id += 1;
         }
-        self.loss_time = pending.map(|due| due + rule.slack);
+        // tcp_rack_mark_lost arms the reordering timer on the wheel ("usecs_to_jiffies(timeout)
+        // + TCP_TIMEOUT_MIN"); RFC 9002's timer is exact.
+        self.loss_time = pending.map(|due| match rack {
+            true => self.timer_at(now, due.saturating_sub(now) + rule.slack),
+            false => due + rule.slack,
+        });
     }
 
     /// RFC 9002 §6.1: three later packets acknowledged, or 9/8·max(srtt, latest RTT), at
@@ -1344,7 +1366,7 @@ impl Sender {
             // The probe leaves on the poll_transmit that follows; the RTO waits a full RTO more.
             self.tlp_deadline = None;
             self.probe_due = true;
-            self.rto_deadline = Some(now + self.rtt.rto());
+            self.rto_deadline = Some(self.timer_at(now, self.rtt.rto()));
         }
         if self.rto_deadline.is_some_and(|t| t <= now) {
             self.fire_rto(now);
@@ -1390,7 +1412,7 @@ impl Sender {
         let ctx_mss = self.cfg.mss;
         self.cc.on_rto(now, &mut CcContext { mss: ctx_mss, rng: &mut self.rng });
         self.next_send_time = now;
-        self.rto_deadline = Some(now + self.rtt.rto());
+        self.rto_deadline = Some(self.timer_at(now, self.rtt.rto()));
     }
 }
 

@@ -145,7 +145,10 @@ impl Harness {
             heard: Vec::new(),
             init: None,
         }));
-        let mut s = Sender::new(SenderConfig { mss: MSS, ..cfg }, Box::new(Recorder(cc.clone())), Rng::new(1));
+        // The timers on an exact clock: these tests check the sender's arithmetic, and
+        // `timers_fire_on_linuxs_ticks` the wheel.
+        let cfg = SenderConfig { mss: MSS, timer_tick: 0, ..cfg };
+        let mut s = Sender::new(cfg, Box::new(Recorder(cc.clone())), Rng::new(1));
         s.start(0);
         Harness { s, cc }
     }
@@ -381,6 +384,38 @@ fn rto_is_srtt_plus_four_rttvar_clamped_by_min_rto_and_doubles_on_backoff() {
 }
 
 #[test]
+fn timers_fire_on_linuxs_ticks() {
+    // Linux arms the retransmission timer in jiffies and its timer wheel fires it on a coarser
+    // tick the further away it is (cclab_core::time::linux_timer_fires). The first RTO, 1 s
+    // from a send at 1 ms: 250 jiffies, level 1 (8-jiffy buckets), fired at 1.024 s.
+    let mut h = Harness::linux(100);
+    h.s = Sender::new(
+        SenderConfig { mss: MSS, ..SenderConfig::default() },
+        Box::new(Recorder(h.cc.clone())),
+        Rng::new(1),
+    );
+    h.s.start(0);
+    h.send(MS, 1);
+    assert_eq!(h.s.next_timeout(), Some(1024 * MS));
+    // After a 99 ms sample, two packets out at 100 ms: the probe at 2·srtt + TCP_TIMEOUT_MIN
+    // = 206 ms is 52 jiffies (51.5 rounded up) from tick 25, level 0, fired a tick after its
+    // expiry: 312 ms (306 exactly).
+    h.ack(100 * MS, &[(0, 1)]);
+    h.send(100 * MS, 2);
+    assert_eq!(h.s.next_timeout(), Some(312 * MS));
+    // A scheme that is not a Linux module (Copa, PCC: user-space timers) keeps exact ones.
+    let mut h = Harness::new(100);
+    h.s = Sender::new(
+        SenderConfig { mss: MSS, ..SenderConfig::default() },
+        Box::new(Recorder(h.cc.clone())),
+        Rng::new(1),
+    );
+    h.s.start(0);
+    h.send(MS, 1);
+    assert_eq!(h.s.next_timeout(), Some(MS + SEC));
+}
+
+#[test]
 fn rto_never_goes_below_the_minimum() {
     // RFC 6298 §2.4 with Linux's 200 ms floor (`min_rto` here): a 10 ms path still waits 200 ms.
     let mut h = Harness::with(100, SenderConfig { rto: RtoModel::Rfc6298, tlp: false, ..Default::default() });
@@ -505,7 +540,7 @@ fn a_linux_episode_lasts_until_the_cumulative_ack_reaches_high_seq() {
     assert!(h.heard().iter().any(|e| matches!(e, Heard::RecoveryExit(t) if *t == 50 * MS)));
     // RFC 9002's episodes (`[transport] recovery = "rfc9002"`) for the same ACKs.
     let mut h = Harness::linux(100);
-    let cfg = SenderConfig { mss: MSS, recovery: RecoveryModel::Rfc9002, ..SenderConfig::default() };
+    let cfg = SenderConfig { mss: MSS, recovery: RecoveryModel::Rfc9002, timer_tick: 0, ..SenderConfig::default() };
     h.s = Sender::new(cfg, Box::new(Recorder(h.cc.clone())), Rng::new(1));
     h.s.start(0);
     lose_two(&mut h);
@@ -990,7 +1025,11 @@ fn connecting(t0: Time) -> Harness {
     let mut h = Harness::new(10);
     let cc = h.cc.clone();
     cc.lock().unwrap().init = None;
-    h.s = Sender::new(SenderConfig { mss: MSS, ..SenderConfig::default() }, Box::new(Recorder(cc)), Rng::new(1));
+    h.s = Sender::new(
+        SenderConfig { mss: MSS, timer_tick: 0, ..SenderConfig::default() },
+        Box::new(Recorder(cc)),
+        Rng::new(1),
+    );
     h.s.connect(t0);
     h
 }
