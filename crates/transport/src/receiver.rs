@@ -37,11 +37,10 @@ pub struct ReceiverConfig {
     pub delayed_ack: bool,
     /// TCP_ATO_MIN; only tests change it.
     pub ato_min: Time,
-    /// The delayed-ACK engine's clock: Linux's jiffy ([`JIFFY`]), whose ticks its ATO, its
-    /// arrival times and its timer count in, the timer firing on the tick after its expiry
-    /// (the timer wheel rounds up by one tick: kernel/time/timer.c, calc_index). 0: exact
-    /// nanoseconds, for tests that check the engine's arithmetic.
-    pub timer_tick: Time,
+    /// The delayed-ACK engine counts in Linux's jiffies ([`JIFFY`]): its ATO, its arrival
+    /// times and its timer, which the timer wheel fires on the tick after its expiry
+    /// ([`wheel_fire_tick`]). False: exact nanoseconds, for tests of the engine's arithmetic.
+    pub jiffy_timers: bool,
     /// Acknowledge a full-sized segment with PSH once the application has read it
     /// (`[transport] push_ack`; [`Receiver::on_read`]).
     pub push_ack: bool,
@@ -65,7 +64,7 @@ impl Default for ReceiverConfig {
         ReceiverConfig {
             delayed_ack: true,
             ato_min: ATO_MIN,
-            timer_tick: JIFFY,
+            jiffy_timers: true,
             push_ack: true,
             read_interval: 0,
             sack_compression: true,
@@ -120,41 +119,51 @@ struct DelAck {
     last_seg_size: u64,
     /// The application's next read while a pushed segment waits for its ACK.
     read_at: Option<Time>,
-    /// The clock it counts in (`ReceiverConfig::timer_tick`).
+    /// The clock it counts in (`ReceiverConfig::jiffy_timers`).
     tick: Ticks,
 }
 
-/// Times on the delayed-ACK engine's clock: tcp_jiffies32 and jiffies arithmetic, or exact
-/// nanoseconds (0).
+/// Times on the delayed-ACK engine's clock: tcp_jiffies32 and jiffies arithmetic (true), or
+/// exact nanoseconds. (Dividing by the constant [`JIFFY`] keeps it a multiplication on the
+/// per-packet path.)
 #[derive(Clone, Copy, Debug, Default)]
-struct Ticks(Time);
+struct Ticks(bool);
 
 impl Ticks {
     /// The start of the tick `t` falls in (tcp_jiffies32 at `t`).
     fn floor(self, t: Time) -> Time {
-        t.checked_div(self.0).map_or(t, |n| n * self.0)
+        if self.0 {
+            t / JIFFY * JIFFY
+        } else {
+            t
+        }
     }
 
     /// `t` rounded up to whole ticks (usecs_to_jiffies).
     fn ceil(self, t: Time) -> Time {
-        if self.0 == 0 {
-            t
+        if self.0 {
+            t.div_ceil(JIFFY) * JIFFY
         } else {
-            t.div_ceil(self.0) * self.0
+            t
         }
     }
 
     /// `t >> shift` in whole ticks, as Linux shifts a count of jiffies.
     fn shr(self, t: Time, shift: u32) -> Time {
-        t.checked_div(self.0).map_or(t >> shift, |n| (n >> shift) * self.0)
+        if self.0 {
+            ((t / JIFFY) >> shift) * JIFFY
+        } else {
+            t >> shift
+        }
     }
 
     /// When a timer armed at `now` (a tick) that expires at `expires` (a tick) fires: on the
     /// timer wheel's tick ([`wheel_fire_tick`]; the next one for the delayed ACK's range).
     fn fire(self, now: Time, expires: Time) -> Time {
-        match self.0 {
-            0 => expires,
-            t => wheel_fire_tick(expires / t, (expires - now) / t) * t,
+        if self.0 {
+            wheel_fire_tick(expires / JIFFY, (expires - now) / JIFFY) * JIFFY
+        } else {
+            expires
         }
     }
 }
@@ -302,7 +311,7 @@ impl Receiver {
             stream_cum: 0,
             holes_above: VecDeque::new(),
             unacked: 0,
-            delack: DelAck { rcv_mss: MSS_DEFAULT, tick: Ticks(cfg.timer_tick), ..Default::default() },
+            delack: DelAck { rcv_mss: MSS_DEFAULT, tick: Ticks(cfg.jiffy_timers), ..Default::default() },
             sack: SackCompression::new(cfg.delayed_ack && cfg.sack_compression),
             space: RcvSpace::new(cfg.window_max),
             ack_deadline: None,
@@ -689,7 +698,7 @@ mod tests {
     /// window at its ceiling (`window_growth` false; the growth has tests of its own below).
     /// The delayed-ACK engine alone, on an exact clock: its arithmetic in nanoseconds.
     fn engine() -> ReceiverConfig {
-        ReceiverConfig { window_growth: false, timer_tick: 0, ..Default::default() }
+        ReceiverConfig { window_growth: false, jiffy_timers: false, ..Default::default() }
     }
 
     /// The packets a fresh receiver acknowledges one by one: the 16 quick ACKs, and with the
@@ -1128,7 +1137,7 @@ mod agent_tests {
             delayed_ack: true,
             ato_min: 40,
             window_growth: false,
-            timer_tick: 0,
+            jiffy_timers: false,
             ..Default::default()
         };
         let mut r = Receiver::new(cfg).with_agent(Some(agent));

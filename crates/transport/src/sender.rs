@@ -67,11 +67,11 @@ pub struct SenderConfig {
     /// Pace as Linux's TCP does for a controller that models a Linux module (`[transport]
     /// pacing_credit`; [`Sender::pacing_gap`]).
     pub pacing_credit: bool,
-    /// The retransmission timer's clock (the RTO, the loss probe and RACK's reordering
-    /// timer) for a controller that models a Linux module: Linux's jiffy, the timer firing on
-    /// the timer wheel's tick ([`cclab_core::time::linux_timer_fires`]); 0, and for the other
+    /// The retransmission timer (the RTO, the loss probe and RACK's reordering timer) counts
+    /// in Linux's jiffies for a controller that models a Linux module, fired on the timer
+    /// wheel's tick ([`cclab_core::time::linux_timer_fires`]); false, and for the other
     /// schemes: exact nanoseconds.
-    pub timer_tick: Time,
+    pub jiffy_timers: bool,
 }
 
 impl Default for SenderConfig {
@@ -92,7 +92,7 @@ impl Default for SenderConfig {
             recovery: RecoveryModel::Linux,
             push: true,
             pacing_credit: true,
-            timer_tick: cclab_core::time::JIFFY,
+            jiffy_timers: true,
         }
     }
 }
@@ -117,7 +117,7 @@ impl SenderConfig {
             recovery: transport.recovery,
             push: transport.push_ack && spec.delayed_ack,
             pacing_credit: transport.pacing_credit,
-            timer_tick: cclab_core::time::JIFFY,
+            jiffy_timers: true,
         }
     }
 }
@@ -682,7 +682,7 @@ impl Sender {
     /// When a timer armed at `now` for `delay` fires: on Linux's timer wheel for a Linux
     /// module, else exactly.
     fn timer_at(&self, now: Time, delay: Time) -> Time {
-        if self.cfg.timer_tick != 0 && self.cc.uses_rack() {
+        if self.cfg.jiffy_timers && self.cc.uses_rack() {
             cclab_core::time::linux_timer_fires(now, delay)
         } else {
             now + delay

@@ -147,7 +147,7 @@ impl Harness {
         }));
         // The timers on an exact clock: these tests check the sender's arithmetic, and
         // `timers_fire_on_linuxs_ticks` the wheel.
-        let cfg = SenderConfig { mss: MSS, timer_tick: 0, ..cfg };
+        let cfg = SenderConfig { mss: MSS, jiffy_timers: false, ..cfg };
         let mut s = Sender::new(cfg, Box::new(Recorder(cc.clone())), Rng::new(1));
         s.start(0);
         Harness { s, cc }
@@ -540,7 +540,8 @@ fn a_linux_episode_lasts_until_the_cumulative_ack_reaches_high_seq() {
     assert!(h.heard().iter().any(|e| matches!(e, Heard::RecoveryExit(t) if *t == 50 * MS)));
     // RFC 9002's episodes (`[transport] recovery = "rfc9002"`) for the same ACKs.
     let mut h = Harness::linux(100);
-    let cfg = SenderConfig { mss: MSS, recovery: RecoveryModel::Rfc9002, timer_tick: 0, ..SenderConfig::default() };
+    let cfg =
+        SenderConfig { mss: MSS, recovery: RecoveryModel::Rfc9002, jiffy_timers: false, ..SenderConfig::default() };
     h.s = Sender::new(cfg, Box::new(Recorder(h.cc.clone())), Rng::new(1));
     h.s.start(0);
     lose_two(&mut h);
@@ -1026,7 +1027,7 @@ fn connecting(t0: Time) -> Harness {
     let cc = h.cc.clone();
     cc.lock().unwrap().init = None;
     h.s = Sender::new(
-        SenderConfig { mss: MSS, timer_tick: 0, ..SenderConfig::default() },
+        SenderConfig { mss: MSS, jiffy_timers: false, ..SenderConfig::default() },
         Box::new(Recorder(cc)),
         Rng::new(1),
     );
