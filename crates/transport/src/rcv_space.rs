@@ -15,11 +15,11 @@
 //! ("slow start: allow the sender to double its rate"), at most tcp_rmem[2]; out-of-order
 //! data raises it to hold twice the last read and the queue's reach. So each slow-start
 //! round raises the clamp and its first segments grow the window into it, one quick ACK
-//! each; in steady state the clamp stops moving and the window with it. Measured in the emulator (kernel Cubic, 46 Mbit/s ×
-//! 20 ms, `cclab run … --pcap`): the window advertised 45 → 56 segments over the first six
-//! segments, then 104, 239, 487 over the next rounds, growing two segments per segment, the
-//! ACKs one per segment while it grows and 16 more after the first stop (22 in a row at the
-//! start), one per two segments otherwise.
+//! each; in steady state the clamp stops moving and the window with it. Measured in the
+//! emulator (kernel Cubic, 46 Mbit/s × 20 ms, `cclab run … --pcap`): the window advertised
+//! 45 → 56 segments over the first six segments, then 104, 239, 487 over the next rounds,
+//! growing two segments per segment, the ACKs one per segment while it grows and 16 more
+//! after the first stop (22 in a row at the start), one per two segments otherwise.
 //!
 //! What the sender is allowed to send stays the flow's ceiling (`rwnd`, or
 //! [`cclab_core::scenario::Transport::default_rwnd`]): the window grown here stays ahead of a
