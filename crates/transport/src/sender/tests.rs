@@ -134,6 +134,15 @@ impl Harness {
         h
     }
 
+    /// The same controller behind a fresh sender with the default, jiffy-counted timers (the
+    /// harness keeps them exact otherwise).
+    fn on_linux_ticks(mut self) -> Harness {
+        let cfg = SenderConfig { mss: MSS, ..SenderConfig::default() };
+        self.s = Sender::new(cfg, Box::new(Recorder(self.cc.clone())), Rng::new(1));
+        self.s.start(0);
+        self
+    }
+
     fn with(cwnd_pkts: u64, cfg: SenderConfig) -> Harness {
         let cc = Arc::new(Mutex::new(Shared {
             cwnd: cwnd_pkts.saturating_mul(MSS),
@@ -388,13 +397,7 @@ fn timers_fire_on_linuxs_ticks() {
     // Linux arms the retransmission timer in jiffies and its timer wheel fires it on a coarser
     // tick the further away it is (cclab_core::time::linux_timer_fires). The first RTO, 1 s
     // from a send at 1 ms: 250 jiffies, level 1 (8-jiffy buckets), fired at 1.024 s.
-    let mut h = Harness::linux(100);
-    h.s = Sender::new(
-        SenderConfig { mss: MSS, ..SenderConfig::default() },
-        Box::new(Recorder(h.cc.clone())),
-        Rng::new(1),
-    );
-    h.s.start(0);
+    let mut h = Harness::linux(100).on_linux_ticks();
     h.send(MS, 1);
     assert_eq!(h.s.next_timeout(), Some(1024 * MS));
     // After a 99 ms sample, two packets out at 100 ms: the probe at 2·srtt + TCP_TIMEOUT_MIN
@@ -404,13 +407,7 @@ fn timers_fire_on_linuxs_ticks() {
     h.send(100 * MS, 2);
     assert_eq!(h.s.next_timeout(), Some(312 * MS));
     // A scheme that is not a Linux module (Copa, PCC: user-space timers) keeps exact ones.
-    let mut h = Harness::new(100);
-    h.s = Sender::new(
-        SenderConfig { mss: MSS, ..SenderConfig::default() },
-        Box::new(Recorder(h.cc.clone())),
-        Rng::new(1),
-    );
-    h.s.start(0);
+    let mut h = Harness::new(100).on_linux_ticks();
     h.send(MS, 1);
     assert_eq!(h.s.next_timeout(), Some(MS + SEC));
 }
