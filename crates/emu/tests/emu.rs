@@ -649,9 +649,14 @@ fn reverse_trace_and_delay_jitter() {
     }
     assert!(acks > 100, "{acks} ACKs");
     // Propagation is 10 ms plus up to 4 ms of jitter; the real-time loop may add its lateness
-    // (tens of µs) or release a packet up to its tolerance early (checked above), never more.
+    // (tens of µs on a quiet host, more on a loaded one, which the run reports) or release a
+    // packet up to its tolerance early (checked above), never more. One packet in a hundred may
+    // meet a wake-up later than the lateness p99, so two in a hundred may exceed the bound.
     let extra: Vec<u64> = data.iter().map(|&(d, a, _)| a.saturating_sub(d + 10 * ms)).collect();
-    assert!(extra.iter().filter(|&&e| e > 4 * ms + ms / 2).count() * 100 < extra.len());
+    let late_p99 = out.emu.forward.error_quantile_us(0.99) * 1e3;
+    let bound = 4 * ms + ms / 2 + late_p99 as u64;
+    let over = extra.iter().filter(|&&e| e > bound).count();
+    assert!(over * 50 < extra.len(), "{over} of {} over {bound} ns (lateness p99 {late_p99} ns)", extra.len());
     let spread = extra.iter().filter(|&&e| e > ms).count();
     assert!(spread * 2 > extra.len(), "jitter applied to {spread} of {}", extra.len());
     // No reordering: packets reach the receiver in the order they left the bottleneck.
