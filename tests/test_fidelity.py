@@ -34,6 +34,8 @@ from cclab.fidelity import (
     TABLE_FILE,
     emulator_flows,
     fidelity_table,
+    interval_text,
+    replication_interval,
     share_ratio_interval,
     suite,
 )
@@ -256,20 +258,59 @@ def test_a_share_verdict_says_whether_the_runs_could_tell_it() -> None:
     assert math.isclose(row["share_error"], 0.12 / 0.49) and not row["passed"]
     # Either mode's median against either: from 0.36/0.51 to 0.52/0.37.
     assert row["share_ratio_low"] < 0.8 and row["share_ratio_high"] > 1.3
-    assert not row["share_decided"]  # pd.NA would raise here
+    assert not row["decided"]  # pd.NA would raise here
     row = by.loc[("tight", "sim")]
     assert 0.99 < row["share_ratio_low"] <= row["share_ratio_high"] < 1.01
-    assert row["passed"] and row["share_decided"]
+    assert row["passed"] and row["decided"]
     row = by.loc[("off", "sim")]
     assert 1.19 < row["share_ratio_low"] <= row["share_ratio_high"] < 1.21
-    assert not row["passed"] and row["share_decided"]
+    assert not row["passed"] and row["decided"]
     # Too few runs for an interval: no verdict on the runs either.
     row = by.loc[("two", "sim")]
-    assert math.isnan(row["share_ratio_low"]) and pd.isna(row["share_decided"])
+    assert math.isnan(row["share_ratio_low"]) and pd.isna(row["decided"])
     # The same runs give the same interval (a fixed generator): a table is reproducible.
     assert share_ratio_interval([0.36, 0.37, 0.5], [0.4, 0.5, 0.38]) == share_ratio_interval(
         [0.36, 0.37, 0.5], [0.4, 0.5, 0.38]
     )
+
+
+def test_a_replication_verdict_says_whether_the_runs_could_tell_it() -> None:
+    def scheme_test(name: str, sim: list[float], emu: list[float]) -> list[dict]:
+        # Throughput alike on both engines; the p95 delays as given.
+        return [
+            _record(
+                name, "cubic", engine, throughput_mbps=5.4, delay_p95_ms=p95, jain_median=1, share=1
+            )
+            for engine, delays in (("sim", sim), ("emu", emu))
+            for p95 in delays
+        ]
+
+    # Cubic on the cellular trace: the simulator's seeds all in the kernel's low mode (363
+    # ms), the kernel's runs in three modes (360, 410, 440 ms). As three kernel runs fall, the
+    # medians' p95 error moves from under 1 % to 17 %, the replication error (its mean with
+    # the throughput's 0) to ~9 %: no verdict either way.
+    modes = scheme_test("modes", [363, 363, 363], [361, 410, 440])
+    # Runs that vary by a millisecond, 1 % apart: met whatever the next runs give.
+    tight = scheme_test("tight", [101, 102, 101.5], [100, 100.5, 101])
+    # 20 % apart: missed whatever they give.
+    off = scheme_test("off", [120, 121, 120.5], [100, 100.5, 101])
+    two = scheme_test("two", [100, 120], [100, 100])
+    table = fidelity_table(modes + tight + off + two, mixes=set())
+    by = table.set_index(["scenario", "engine"])
+    row = by.loc[("modes", "sim")].to_dict()
+    assert row["target"] == "replication ≤ 3%"
+    assert row["replication_low"] < 0.01 and row["replication_high"] > 0.08
+    assert not row["decided"] and interval_text(row).endswith("%")
+    row = by.loc[("tight", "sim")].to_dict()
+    assert 0 <= row["replication_low"] <= row["replication_error"] <= row["replication_high"] < 0.03
+    assert row["passed"] and row["decided"]
+    row = by.loc[("off", "sim")].to_dict()
+    assert row["replication_low"] > 0.03 and not row["passed"] and row["decided"]
+    row = by.loc[("two", "sim")].to_dict()
+    assert math.isnan(row["replication_low"]) and pd.isna(row["decided"])
+    assert interval_text(row) == "-"
+    # A mix has no replication interval (its target is the share's).
+    assert math.isnan(replication_interval([], [(1.0, 1.0)] * 3)[0])
 
 
 def test_fidelity_refuses_bad_arguments(cli, tmp_path, capsys) -> None:

@@ -39,10 +39,13 @@ Pantheon's emulation score for one scheme, as `cclab compare` computes it), `sha
 of a link where Linux gets it 4.9 % is 43 % off, which a difference of 0.021 would hide),
 `share_diff` the signed sim - emu, and `jain_error` |sim - emu| in Jain's index.
 `share_ratio_low` / `share_ratio_high` bound the ratio of the engines' median shares (a
-bootstrap 95 % interval over each engine's runs) and `share_decided` says whether the runs
-could tell the share target at all: a mix whose flows race for the first loss (the RTT mix:
-the 80 ms Cubic flow ends at 0.11 or at 0.23 of the link, on either engine) has medians that
-jump between the modes, and five runs a side cannot tell a 5 % gap from chance.
+bootstrap 95 % interval over each engine's runs), `replication_low` / `replication_high` the
+replication error of a scheme test the same way, and `decided` says whether the runs could
+tell the row's target at all: a mix whose flows race for the first loss (the RTT mix: the 80
+ms Cubic flow ends at 0.11 or at 0.23 of the link, on either engine) has medians that jump
+between the modes, and five runs a side cannot tell a 5 % gap from chance; a kernel flow on
+the cellular trace ends in one of three p95 modes 20 % apart, and three runs cannot tell a
+3 % replication error from its own spread.
 `target` names the targets a row is held to (`TARGETS`) and `passed` whether it meets them all
 (null where none applies or the row is sim-only).
 
@@ -167,9 +170,10 @@ JAIN = Target("jain_error", 0.05, "Jain within 0.05")
 SPREAD = Target("spread_factor", 2.0, "spread within 2x")
 TARGETS = (REPLICATION, SHARE, JAIN, SPREAD)
 SPREAD_MIN_RUNS = 3
-#: The share ratio's interval: each engine's runs resampled with replacement `BOOTSTRAP_DRAWS`
-#: times, the ratio of the medians taken per draw, its 2.5th and 97.5th percentiles kept. The
-#: generator's seed is fixed so that a table is reproducible from its runs.
+#: The intervals (the share ratio's, the replication error's): each engine's runs resampled
+#: with replacement `BOOTSTRAP_DRAWS` times, the figure taken from each draw's medians, its
+#: 2.5th and 97.5th percentiles kept. The generator's seed is fixed so that a table is
+#: reproducible from its runs.
 BOOTSTRAP_DRAWS = 4000
 BOOTSTRAP_SEED = 2021
 #: The schemes the replication target applies to.
@@ -445,10 +449,13 @@ TABLE_COLUMNS: tuple[tuple[str, str], ...] = (
     ("share_diff", "sim - emu of share (signed)"),
     ("share_ratio_low", "a mix: the bootstrap 95% interval's low end of sim / emu median share"),
     ("share_ratio_high", "... and its high end (both NaN below 3 runs an engine)"),
+    ("replication_low", "a scheme test: the bootstrap 95% interval's low end of replication_error"),
+    ("replication_high", "... and its high end (both NaN below 3 runs an engine)"),
     (
-        "share_decided",
-        "a mix: whether the interval lies inside the share target's bound or wholly outside it "
-        "(false: more runs are needed to tell; null: no interval)",
+        "decided",
+        "whether the row's interval (a mix: the share ratio's; a scheme test held to the "
+        "replication target: the replication error's) lies inside the target's bound or wholly "
+        "outside it (false: more runs are needed to tell; null: no interval)",
     ),
     ("jain_error", "|sim - emu| of jain_median"),
     (
@@ -472,6 +479,8 @@ ERRORS = (
     "share_diff",
     "share_ratio_low",
     "share_ratio_high",
+    "replication_low",
+    "replication_high",
     "jain_error",
     "spread_factor",
 )
@@ -501,46 +510,98 @@ def _spread_factor(sim_sd: float, emu_sd: float) -> float:
     return max(sim_sd / emu_sd, emu_sd / sim_sd)
 
 
-def share_ratio_interval(sim: Sequence[float], emu: Sequence[float]) -> tuple[float, float]:
-    """The bootstrap 95 % interval of median(sim) / median(emu) over the engines' runs; NaNs
-    when either engine has fewer than `SPREAD_MIN_RUNS` runs."""
+def _bootstrap(
+    sim: Sequence[Sequence[float]],
+    emu: Sequence[Sequence[float]],
+    figure: Callable[[np.ndarray, np.ndarray], np.ndarray],
+) -> tuple[float, float]:
+    """The bootstrap 95 % interval of `figure(sim medians, emu medians)`: each engine's runs
+    (rows of figures) resampled with replacement, the medians of each draw's columns given to
+    `figure` as (draws, columns) arrays; NaNs when either engine has fewer than
+    `SPREAD_MIN_RUNS` runs or no draw gives a finite figure."""
     if min(len(sim), len(emu)) < SPREAD_MIN_RUNS:
         return math.nan, math.nan
     rng = np.random.default_rng(BOOTSTRAP_SEED)
-    sims = np.median(rng.choice(np.asarray(sim, float), (BOOTSTRAP_DRAWS, len(sim))), axis=1)
-    emus = np.median(rng.choice(np.asarray(emu, float), (BOOTSTRAP_DRAWS, len(emu))), axis=1)
-    ratios = sims[emus > 0] / emus[emus > 0]
-    if len(ratios) == 0:
+
+    def medians(runs: Sequence[Sequence[float]]) -> np.ndarray:
+        values = np.asarray(runs, float)
+        draws = rng.integers(0, len(values), (BOOTSTRAP_DRAWS, len(values)))
+        return np.median(values[draws], axis=1)
+
+    sims, emus = medians(sim), medians(emu)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        figures = figure(sims, emus)
+    figures = figures[np.isfinite(figures)]
+    if len(figures) == 0:
         return math.nan, math.nan
-    low, high = np.quantile(ratios, [0.025, 0.975])
+    low, high = np.quantile(figures, [0.025, 0.975])
     return float(low), float(high)
 
 
-def share_decided(low: float, high: float) -> bool | None:
-    """Whether a share ratio's interval settles the share target: wholly inside its bound (met
-    whatever the next runs give) or wholly outside (missed); None without an interval."""
+def share_ratio_interval(sim: Sequence[float], emu: Sequence[float]) -> tuple[float, float]:
+    """The bootstrap 95 % interval of median(sim) / median(emu) over the engines' runs; NaNs
+    when either engine has fewer than `SPREAD_MIN_RUNS` runs."""
+    return _bootstrap(
+        [[x] for x in sim],
+        [[x] for x in emu],
+        lambda s, e: np.where(e[:, 0] > 0, s[:, 0] / e[:, 0], np.nan),
+    )
+
+
+def replication_interval(
+    sim: Sequence[tuple[float, float]], emu: Sequence[tuple[float, float]]
+) -> tuple[float, float]:
+    """The bootstrap 95 % interval of the replication error over the engines' runs, each run a
+    (throughput, p95 delay) pair resampled whole; NaNs below `SPREAD_MIN_RUNS` runs."""
+
+    def error(s: np.ndarray, e: np.ndarray) -> np.ndarray:
+        return (np.abs(s - e) / e).mean(axis=1)
+
+    return _bootstrap(sim, emu, error)
+
+
+def interval_decided(low: float, high: float, accept: tuple[float, float]) -> bool | None:
+    """Whether an interval settles a target whose figure must lie in `accept`: wholly inside
+    (met whatever the next runs give) or wholly outside (missed); None without an interval."""
     if math.isnan(low) or math.isnan(high):
         return None
-    inside = 1 - SHARE.limit <= low and high <= 1 + SHARE.limit
-    outside = high < 1 - SHARE.limit or low > 1 + SHARE.limit
+    inside = accept[0] <= low and high <= accept[1]
+    outside = high < accept[0] or low > accept[1]
     return inside or outside
 
 
+#: The values each interval's target accepts: the share ratio within the share target's
+#: bound of 1, the replication error up to its limit.
+SHARE_RATIO_ACCEPTED = (1 - SHARE.limit, 1 + SHARE.limit)
+REPLICATION_ACCEPTED = (-math.inf, REPLICATION.limit)
+
 #: What a verdict marked undecided means (the CLI's and the report's).
 UNDECIDED = (
-    "the runs cannot tell: the share ratio's 95% interval straddles the "
-    f"{SHARE.limit:.0%} bound (more --runs narrow it)"
+    "the runs cannot tell: the 95% interval (of the share ratio in a mix, of the replication "
+    f"error in a scheme test) straddles the target's bound ({SHARE.limit:.0%}, "
+    f"{REPLICATION.limit:.0%}; more --runs narrow it)"
 )
 
 
-def share_interval(low: float, high: float) -> str:
-    """A share ratio's interval as the tables print it."""
-    return "-" if math.isnan(low) or math.isnan(high) else f"{low:.2f} to {high:.2f}"
+def interval_text(row: dict[str, Any]) -> str:
+    """A table row's interval as the tables print it: a mix's share ratio (0.93 to 1.04), a
+    scheme test's replication error (1.2% to 4.5%), or "-" (none, or an older table)."""
+
+    def ends(low: str, high: str) -> tuple[float, float]:
+        return float(row.get(low, math.nan)), float(row.get(high, math.nan))
+
+    low, high = ends("share_ratio_low", "share_ratio_high")
+    if math.isfinite(low) and math.isfinite(high):
+        return f"{low:.2f} to {high:.2f}"
+    low, high = ends("replication_low", "replication_high")
+    if math.isfinite(low) and math.isfinite(high):
+        return f"{100 * low:.1f}% to {100 * high:.1f}%"
+    return "-"
 
 
 def undecided(row: dict[str, Any]) -> bool:
-    """Whether a table row's share target is one its runs could not settle."""
-    decided = row.get("share_decided")
+    """Whether a table row's target is one its runs could not settle."""
+    decided = row.get("decided")
     return decided is not None and not pd.isna(decided) and not decided
 
 
@@ -569,11 +630,15 @@ def fidelity_table(records: Sequence[dict[str, Any]], mixes: set[str]) -> pd.Dat
         mine = frame[(frame["scenario"] == scenario) & (frame["scheme"] == scheme)]
         medians: dict[str, dict[str, Any]] = {}
         shares: dict[str, list[float]] = {}
+        figures: dict[str, list[tuple[float, float]]] = {}
         for engine in (SIM.name, EMU.name):
             runs = mine[mine["engine"] == engine]
             if runs.empty:
                 continue
             shares[engine] = list(runs["share"].dropna())
+            figures[engine] = list(
+                runs[["throughput_mbps", "delay_p95_ms"]].dropna().itertuples(index=False)
+            )
             medians[engine] = {
                 "runs_as": str(runs["runs_as"].iloc[0]),
                 "runs": len(runs),
@@ -599,7 +664,11 @@ def fidelity_table(records: Sequence[dict[str, Any]], mixes: set[str]) -> pd.Dat
                 errors["spread_factor"] = _spread_factor(s["share_sd"], e["share_sd"])
                 low, high = share_ratio_interval(shares[SIM.name], shares[EMU.name])
                 errors["share_ratio_low"], errors["share_ratio_high"] = low, high
-                decided = share_decided(low, high)
+                decided = interval_decided(low, high, SHARE_RATIO_ACCEPTED)
+            elif REPLICATION in targets:
+                low, high = replication_interval(figures[SIM.name], figures[EMU.name])
+                errors["replication_low"], errors["replication_high"] = low, high
+                decided = interval_decided(low, high, REPLICATION_ACCEPTED)
             if targets:
                 passed = all(t.holds(errors[t.column]) for t in targets)
         elif EMU.name not in medians:
@@ -615,13 +684,13 @@ def fidelity_table(records: Sequence[dict[str, Any]], mixes: set[str]) -> pd.Dat
                     **errors,
                     "target": "; ".join(t.text for t in targets) if passed is not None else "",
                     "passed": passed,
-                    "share_decided": decided,
+                    "decided": decided,
                     "note": note,
                 }
             )
     table = pd.DataFrame(rows, columns=[name for name, _ in TABLE_COLUMNS])
     table["passed"] = table["passed"].astype("boolean")
-    table["share_decided"] = table["share_decided"].astype("boolean")
+    table["decided"] = table["decided"].astype("boolean")
     table["runs"] = table["runs"].astype("int64")
     return table
 

@@ -25,8 +25,8 @@ from cclab.fidelity import (
     TABLE_FILE,
     UNDECIDED,
     FidelityResult,
+    interval_text,
     run_fidelity,
-    share_interval,
     undecided,
 )
 
@@ -126,7 +126,7 @@ def fidelity_summary(result: FidelityResult) -> Table:
         "emu late\np99 ms",
         "repl.\nerror",
         "share\nerror",
-        "sim/emu\n95% int.",
+        "95% int.\n(share or\nrepl.)",
         "spread\nfactor",
         "target",
         "",
@@ -158,7 +158,7 @@ def fidelity_summary(result: FidelityResult) -> Table:
             "-" if other is None else _num(other["late_p99_ms"], 2),
             _pct(row["replication_error"]),
             _pct(row["share_error"]),
-            share_interval(row["share_ratio_low"], row["share_ratio_high"]),
+            interval_text(row),
             _num(row["spread_factor"], 2),
             row["target"],
             verdict,

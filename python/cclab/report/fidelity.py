@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from cclab.engines import EMU, SIM
-from cclab.fidelity import KIND, TARGETS, UNDECIDED, read_table, share_interval, undecided
+from cclab.fidelity import KIND, TARGETS, UNDECIDED, interval_text, read_table, undecided
 from cclab.report.figures import COLOURS, WIDTH_IN, ReportFigure
 from cclab.report.loading import Study
 
@@ -51,7 +51,7 @@ HEADINGS = [
     "Δ p95 (%)",
     "replication error (%)",
     "share error (%)",
-    "share sim/emu 95% interval",
+    "95% interval: share sim/emu (mix), replication error (scheme test)",
     "spread factor",
     "Δ Jain",
     "target",
@@ -85,7 +85,7 @@ def fidelity_rows(table: pd.DataFrame) -> list[list[str]]:
             _num(row["delay_error"], 1, 100),
             _num(row["replication_error"], 1, 100),
             _num(row["share_error"], 1, 100),
-            share_interval(row["share_ratio_low"], row["share_ratio_high"]),
+            interval_text(row),
             _num(row["spread_factor"], 2),
             _num(row["jain_error"], 3),
             row["target"] or row["note"],
@@ -108,8 +108,9 @@ DEFINITION = (
     "emulator delivered packets against its link model (a busy machine's mark on the "
     "reference). Δ tput and Δ p95 = |sim - emu| / emu; replication "
     "error = their mean (the Pantheon's emulation score); share error = |sim - emu| / emu of "
-    "the share; its 95% interval bounds sim / emu of the median shares (a bootstrap over each "
-    "engine's runs) and a verdict is undecided where it straddles the target's bound: "
+    "the share; the 95% interval bounds sim / emu of the median shares in a mix and the "
+    "replication error in a scheme test (a bootstrap over each engine's runs), and a verdict is "
+    "undecided where it straddles the target's bound: "
     + UNDECIDED
     + "; spread factor = the larger ratio of the engines' run-to-run standard deviations of the "
     "share; Δ Jain = |sim - emu|. "
