@@ -600,8 +600,9 @@ def interval_text(row: dict[str, Any]) -> str:
 
 
 def undecided(row: dict[str, Any]) -> bool:
-    """Whether a table row's target is one its runs could not settle."""
-    decided = row.get("decided")
+    """Whether a table row's target is one its runs could not settle (a table written before
+    scheme tests had intervals names the column share_decided)."""
+    decided = row.get("decided", row.get("share_decided"))
     return decided is not None and not pd.isna(decided) and not decided
 
 
