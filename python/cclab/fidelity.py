@@ -45,7 +45,9 @@ tell the row's target at all: a mix whose flows race for the first loss (the RTT
 ms Cubic flow ends at 0.11 or at 0.23 of the link, on either engine) has medians that jump
 between the modes, and five runs a side cannot tell a 5 % gap from chance; a kernel flow on
 the cellular trace ends in one of three p95 modes 20 % apart, and three runs cannot tell a
-3 % replication error from its own spread.
+3 % replication error from its own spread. Where both engines ran the same repetitions, run k
+of each (one seed) is drawn together: on a path the seed draws (the Nepal trace's losses) the
+engines' runs vary alike, and pairing keeps that shared spread out of the interval.
 `target` names the targets a row is held to (`TARGETS`) and `passed` whether it meets them all
 (null where none applies or the row is sim-only).
 
@@ -514,19 +516,23 @@ def _bootstrap(
     sim: Sequence[Sequence[float]],
     emu: Sequence[Sequence[float]],
     figure: Callable[[np.ndarray, np.ndarray], np.ndarray],
+    paired: bool = False,
 ) -> tuple[float, float]:
     """The bootstrap 95 % interval of `figure(sim medians, emu medians)`: each engine's runs
     (rows of figures) resampled with replacement, the medians of each draw's columns given to
     `figure` as (draws, columns) arrays; NaNs when either engine has fewer than
-    `SPREAD_MIN_RUNS` runs or no draw gives a finite figure."""
+    `SPREAD_MIN_RUNS` runs or no draw gives a finite figure. `paired`: run k of one engine
+    and run k of the other share a seed, and are drawn together."""
     if min(len(sim), len(emu)) < SPREAD_MIN_RUNS:
         return math.nan, math.nan
     rng = np.random.default_rng(BOOTSTRAP_SEED)
+    paired = paired and len(sim) == len(emu)
+    shared = rng.integers(0, len(sim), (BOOTSTRAP_DRAWS, len(sim))) if paired else None
 
     def medians(runs: Sequence[Sequence[float]]) -> np.ndarray:
         values = np.asarray(runs, float)
         draws = rng.integers(0, len(values), (BOOTSTRAP_DRAWS, len(values)))
-        return np.median(values[draws], axis=1)
+        return np.median(values[draws if shared is None else shared], axis=1)
 
     sims, emus = medians(sim), medians(emu)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -538,26 +544,31 @@ def _bootstrap(
     return float(low), float(high)
 
 
-def share_ratio_interval(sim: Sequence[float], emu: Sequence[float]) -> tuple[float, float]:
-    """The bootstrap 95 % interval of median(sim) / median(emu) over the engines' runs; NaNs
-    when either engine has fewer than `SPREAD_MIN_RUNS` runs."""
+def share_ratio_interval(
+    sim: Sequence[float], emu: Sequence[float], paired: bool = False
+) -> tuple[float, float]:
+    """The bootstrap 95 % interval of median(sim) / median(emu) over the engines' runs (drawn
+    in seed-matched pairs when `paired`); NaNs when either engine has fewer than
+    `SPREAD_MIN_RUNS` runs."""
     return _bootstrap(
         [[x] for x in sim],
         [[x] for x in emu],
         lambda s, e: np.where(e[:, 0] > 0, s[:, 0] / e[:, 0], np.nan),
+        paired,
     )
 
 
 def replication_interval(
-    sim: Sequence[tuple[float, float]], emu: Sequence[tuple[float, float]]
+    sim: Sequence[tuple[float, float]], emu: Sequence[tuple[float, float]], paired: bool = False
 ) -> tuple[float, float]:
     """The bootstrap 95 % interval of the replication error over the engines' runs, each run a
-    (throughput, p95 delay) pair resampled whole; NaNs below `SPREAD_MIN_RUNS` runs."""
+    (throughput, p95 delay) pair resampled whole (in seed-matched pairs when `paired`); NaNs
+    below `SPREAD_MIN_RUNS` runs."""
 
     def error(s: np.ndarray, e: np.ndarray) -> np.ndarray:
         return (np.abs(s - e) / e).mean(axis=1)
 
-    return _bootstrap(sim, emu, error)
+    return _bootstrap(sim, emu, error, paired)
 
 
 def interval_decided(low: float, high: float, accept: tuple[float, float]) -> bool | None:
@@ -632,10 +643,12 @@ def fidelity_table(records: Sequence[dict[str, Any]], mixes: set[str]) -> pd.Dat
         medians: dict[str, dict[str, Any]] = {}
         shares: dict[str, list[float]] = {}
         figures: dict[str, list[tuple[float, float]]] = {}
+        repetitions: dict[str, list[int]] = {}
         for engine in (SIM.name, EMU.name):
-            runs = mine[mine["engine"] == engine]
+            runs = mine[mine["engine"] == engine].sort_values("repetition", kind="stable")
             if runs.empty:
                 continue
+            repetitions[engine] = list(runs["repetition"])
             shares[engine] = list(runs["share"].dropna())
             figures[engine] = list(
                 runs[["throughput_mbps", "delay_p95_ms"]].dropna().itertuples(index=False)
@@ -647,6 +660,16 @@ def fidelity_table(records: Sequence[dict[str, Any]], mixes: set[str]) -> pd.Dat
                 "share_sd": _sd(runs["share"]),
             }
         mix = scenario in mixes
+        # Repetition k runs seed + k - 1 on both engines: where a seed draws the path (losses,
+        # a Poisson link's deliveries), run k of one engine is the twin of run k of the other,
+        # and the intervals draw them together (figures with gaps are not paired).
+        reps = list(repetitions.values())
+        paired = (
+            len(reps) == 2
+            and reps[0] == reps[1]
+            and len(set(reps[0])) == len(reps[0])
+            and all(len(v) == len(reps[0]) for v in (*shares.values(), *figures.values()))
+        )
         errors = dict.fromkeys(ERRORS, math.nan)
         fewest = min((m["runs"] for m in medians.values()), default=0)
         targets = targets_for(scenario, scheme, mix, fewest)
@@ -663,11 +686,11 @@ def fidelity_table(records: Sequence[dict[str, Any]], mixes: set[str]) -> pd.Dat
             errors["jain_error"] = abs(s["jain_median"] - e["jain_median"])
             if mix:
                 errors["spread_factor"] = _spread_factor(s["share_sd"], e["share_sd"])
-                low, high = share_ratio_interval(shares[SIM.name], shares[EMU.name])
+                low, high = share_ratio_interval(shares[SIM.name], shares[EMU.name], paired)
                 errors["share_ratio_low"], errors["share_ratio_high"] = low, high
                 decided = interval_decided(low, high, SHARE_RATIO_ACCEPTED)
             elif REPLICATION in targets:
-                low, high = replication_interval(figures[SIM.name], figures[EMU.name])
+                low, high = replication_interval(figures[SIM.name], figures[EMU.name], paired)
                 errors["replication_low"], errors["replication_high"] = low, high
                 decided = interval_decided(low, high, REPLICATION_ACCEPTED)
             if targets:
