@@ -309,6 +309,21 @@ def test_a_replication_verdict_says_whether_the_runs_could_tell_it() -> None:
     row = by.loc[("two", "sim")].to_dict()
     assert math.isnan(row["replication_low"]) and pd.isna(row["decided"])
     assert interval_text(row) == "-"
+    # Seed-matched runs (repetition k on both engines) that the seed moves by a third and that
+    # agree seed by seed within 1 %: drawn in pairs, met for certain; drawn apart, the
+    # medians' draws part by more than 3 %.
+    sim, emu = [232, 257, 244, 295, 307, 231, 256, 273], [234, 255, 245, 293, 309, 233, 255, 271]
+    paired = fidelity_table(
+        [
+            {**r, "repetition": k}
+            for runs in (scheme_test("seeds", sim, []), scheme_test("seeds", [], emu))
+            for k, r in enumerate(runs, 1)
+        ],
+        mixes=set(),
+    ).set_index("engine")
+    assert paired.loc["sim", "replication_high"] < 0.03 and paired.loc["sim", "decided"]
+    apart = fidelity_table(scheme_test("seeds", sim, emu), mixes=set()).set_index("engine")
+    assert apart.loc["sim", "replication_high"] > 0.03 and not apart.loc["sim", "decided"]
     # A mix has no replication interval (its target is the share's).
     assert math.isnan(replication_interval([], [(1.0, 1.0)] * 3)[0])
 
