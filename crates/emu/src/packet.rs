@@ -176,9 +176,11 @@ pub fn write_segment(vnet: &VnetHdr, info: &Ipv4Info, pkt: &[u8], k: usize, n: u
         csum_offset: TCP_CSUM_OFFSET,
     };
     hdr.write(&mut out[..VNET_HDR_LEN]);
-    let ip = &mut out[VNET_HDR_LEN..VNET_HDR_LEN + seg_len];
-    ip[..hdrs].copy_from_slice(&pkt[..hdrs]);
-    ip[hdrs..].copy_from_slice(&payload[lo..hi]);
+    // The headers are made on the stack and stored once: the slot's lines may be cold (a
+    // store does not wait for them; a load of a field just stored there would).
+    let mut head = [0u8; MAX_HDRS];
+    let ip = &mut head[..hdrs];
+    ip.copy_from_slice(&pkt[..hdrs]);
     ip[2..4].copy_from_slice(&(seg_len as u16).to_be_bytes());
     let id = be16(pkt, 4).wrapping_add(k as u16);
     ip[4..6].copy_from_slice(&id.to_be_bytes());
@@ -196,8 +198,14 @@ pub fn write_segment(vnet: &VnetHdr, info: &Ipv4Info, pkt: &[u8], k: usize, n: u
     tcp[13] = flags;
     let pseudo = pseudo_header_sum(info.src, info.dst, PROTO_TCP, seg_len - info.ihl);
     tcp[16..18].copy_from_slice(&pseudo.to_be_bytes());
+    let wire = &mut out[VNET_HDR_LEN..VNET_HDR_LEN + seg_len];
+    wire[..hdrs].copy_from_slice(ip);
+    wire[hdrs..].copy_from_slice(&payload[lo..hi]);
     VNET_HDR_LEN + seg_len
 }
+
+/// The most IP + TCP header bytes a packet has (each header's length field: 15 words).
+const MAX_HDRS: usize = 2 * 60;
 
 /// Largest IP packet a merged write may make (the IPv4 total-length field).
 const MAX_MERGED: usize = 65_535;
