@@ -526,13 +526,15 @@ def _bootstrap(
     if min(len(sim), len(emu)) < SPREAD_MIN_RUNS:
         return math.nan, math.nan
     rng = np.random.default_rng(BOOTSTRAP_SEED)
-    paired = paired and len(sim) == len(emu)
-    shared = rng.integers(0, len(sim), (BOOTSTRAP_DRAWS, len(sim))) if paired else None
+
+    def draws(n: int) -> np.ndarray:
+        return rng.integers(0, n, (BOOTSTRAP_DRAWS, n))
+
+    shared = draws(len(sim)) if paired and len(sim) == len(emu) else None
 
     def medians(runs: Sequence[Sequence[float]]) -> np.ndarray:
         values = np.asarray(runs, float)
-        draws = rng.integers(0, len(values), (BOOTSTRAP_DRAWS, len(values)))
-        return np.median(values[draws if shared is None else shared], axis=1)
+        return np.median(values[shared if shared is not None else draws(len(values))], axis=1)
 
     sims, emus = medians(sim), medians(emu)
     with np.errstate(divide="ignore", invalid="ignore"):
