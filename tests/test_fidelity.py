@@ -38,6 +38,7 @@ from cclab.fidelity import (
     replication_interval,
     share_ratio_interval,
     suite,
+    undecided,
 )
 
 needs_root = pytest.mark.skipif(
@@ -324,6 +325,9 @@ def test_a_replication_verdict_says_whether_the_runs_could_tell_it() -> None:
     assert paired.loc["sim", "replication_high"] < 0.03 and paired.loc["sim", "decided"]
     apart = fidelity_table(scheme_test("seeds", sim, emu), mixes=set()).set_index("engine")
     assert apart.loc["sim", "replication_high"] > 0.03 and not apart.loc["sim", "decided"]
+    # A table written before scheme tests had intervals: its share verdict still reads.
+    old = {"share_ratio_low": 0.9, "share_ratio_high": 1.1, "share_decided": False}
+    assert undecided(old) and interval_text(old) == "0.90 to 1.10"
     # A mix has no replication interval (its target is the share's).
     assert math.isnan(replication_interval([], [(1.0, 1.0)] * 3)[0])
 
