@@ -52,7 +52,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help=f"the quick form (CI): three scenarios of {QUICK_DURATION}, under a minute",
     )
     parser.add_argument(
-        "--runs", type=int, default=1, help="runs per scenario, scheme and engine (default 1)"
+        "--runs",
+        type=int,
+        default=1,
+        help="runs per scenario, scheme and engine (default 1; 3 or more give the share and "
+        "replication verdicts a 95%% interval that says when the runs cannot tell)",
     )
     parser.add_argument(
         "--duration",
