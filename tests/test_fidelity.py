@@ -35,6 +35,7 @@ from cclab.fidelity import (
     emulator_flows,
     fidelity_table,
     interval_text,
+    pooled_table,
     replication_interval,
     share_ratio_interval,
     suite,
@@ -418,6 +419,31 @@ def test_quick_form_agrees_on_a_single_cubic_flow(quick) -> None:
     ].iloc[0]
     assert row["throughput_error"] <= 0.10, row.to_dict()
     assert row["delay_error"] <= 0.10, row.to_dict()
+
+
+@needs_root
+def test_pooled_suites_take_every_kernel_run_and_the_first_suites_simulator(
+    quick, cli, tmp_path
+) -> None:
+    """`cclab fidelity --pool`: the same quick suite given three times is three kernel runs a
+    row against the first directory's one simulator run, with the medians unchanged (the
+    same runs), read without writing anything."""
+    _, out = quick
+    one = pd.read_parquet(out / TABLE_FILE).set_index(["scenario", "scheme", "engine"])
+    before = sorted(p.name for p in out.iterdir())
+    pooled = pooled_table([out, out, out])
+    table = pooled.table.set_index(["scenario", "scheme", "engine"])
+    assert set(table.index) == set(one.index)
+    for key, row in table.iterrows():
+        assert row["runs"] == one.loc[key, "runs"] * (3 if key[2] == "emu" else 1), key
+        assert row["delay_p95_ms"] == one.loc[key, "delay_p95_ms"], key
+    assert pooled.pooled_from == 3 and sorted(p.name for p in out.iterdir()) == before
+    code, stdout, _ = cli("fidelity", "--pool", out, out)
+    assert code == 0 and "fidelity runs of 2 directories pooled" in stdout
+    code, _, err = cli("fidelity", "--pool", out, "--runs", "3")
+    assert code == 2 and "drop --runs" in err
+    code, _, err = cli("fidelity", "--pool", out, tmp_path)
+    assert code == 2 and f"{tmp_path} is not a finished fidelity directory" in err
 
 
 def test_the_plan_caps_durations_seeds_repetitions_and_maps_to_kernel_twins() -> None:

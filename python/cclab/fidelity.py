@@ -88,7 +88,7 @@ from cclab.batch import (
 from cclab.data import SCENARIOS, package_data, shipped_scenarios
 from cclab.engines import EMU, SIM
 from cclab.errors import ScenarioError
-from cclab.experiment_dir import new_archive_dir, safe_name
+from cclab.experiment_dir import new_archive_dir, read_experiment, safe_name
 from cclab.report.loading import load_run
 
 #: The simulator's scheme → the Linux congestion control the emulator runs as its referee. The
@@ -386,7 +386,15 @@ def run_records(batch: BatchResult, outcome: RunOutcome) -> list[dict[str, Any]]
     """One record per scheme of a finished run, read back from its run directory (the metrics
     kernel's numbers: the summary's total and flow rows)."""
     spec = outcome.run.spec
-    run = load_run(batch.run_dir(outcome))
+    entry = {**spec.tags, "engine": spec.engine, "seed": outcome.seed, "name": spec.name}
+    return _records(batch.run_dir(outcome), entry)
+
+
+def _records(run_dir: Path, entry: dict[str, Any]) -> list[dict[str, Any]]:
+    """`run_records` for the run in `run_dir`, planned as `entry` says (its scenario, engine,
+    repetition, seed, name, row — a scheme or "mix" — and runs_as: the plan's tags, as
+    `experiment.json` lists them too)."""
+    run = load_run(run_dir)
     summary = run.summary
     total = summary[summary["flow"].isna()].iloc[0]
     flows = summary[summary["flow"].notna()].assign(
@@ -394,20 +402,20 @@ def run_records(batch: BatchResult, outcome: RunOutcome) -> list[dict[str, Any]]
     )
     delivered = float(flows["bytes_delivered"].sum())
     base = {
-        "scenario": spec.tags["scenario"],
-        "engine": spec.engine,
-        "repetition": int(spec.tags["repetition"]),
-        "seed": outcome.seed,
+        "scenario": entry["scenario"],
+        "engine": entry["engine"],
+        "repetition": int(entry["repetition"]),
+        "seed": entry["seed"],
         "jain_median": float(total["jain_median"]),
-        "late_p99_ms": _late_p99_ms(run.meta) if spec.engine == EMU.name else math.nan,
-        "run": spec.name,
+        "late_p99_ms": _late_p99_ms(run.meta) if entry["engine"] == EMU.name else math.nan,
+        "run": entry["name"],
     }
-    if spec.tags["row"] != "mix":
+    if entry["row"] != "mix":
         return [
             {
                 **base,
-                "scheme": spec.tags["row"],
-                "runs_as": spec.tags["runs_as"],
+                "scheme": entry["row"],
+                "runs_as": entry["runs_as"],
                 "throughput_mbps": float(total["throughput_mbps"]),
                 "delay_p95_ms": float(total["delay_p95_ms"]),
                 "share": 1.0,
@@ -730,6 +738,8 @@ class FidelityResult:
     quick: bool
     runs: int
     notes: list[str] = field(default_factory=list)
+    #: How many fidelity directories' runs the table pools (`pooled_table`); 0 for one suite.
+    pooled_from: int = 0
 
     @property
     def checked(self) -> pd.DataFrame:
@@ -875,6 +885,47 @@ def run_fidelity(
     if result.failed:
         raise result.failures_error()
     return FidelityResult(result.analysis, result.directory, quick, runs, notes)
+
+
+def pooled_table(directories: Sequence[str | Path]) -> FidelityResult:
+    """The table of several fidelity directories' finished runs taken together, with the
+    table's definitions as they are now: the emulator's runs (Linux's, the reference) of every
+    directory, the simulator's of the first only (the simulator's code moves its rows; make
+    the first a new suite to hold today's simulator against every kernel run kept). For
+    verdicts that more runs can decide than one suite affords. Reads only; the result's
+    directory is the first one given. Pooled suites repeat their repetitions, so the runs are
+    not drawn in seed-matched pairs."""
+    records: list[dict[str, Any]] = []
+    mixes: set[str] = set()
+    commits: set[str] = set()
+    for k, directory in enumerate(map(Path, directories)):
+        meta = read_experiment(directory)
+        if meta is None or meta.get("kind") != KIND:
+            raise FidelityError(
+                f"{directory} is not a finished fidelity directory (what `cclab fidelity --out "
+                "DIR` writes, with experiment.json marked complete)"
+            )
+        commits.add(str(meta.get("git_commit")))
+        for entry in meta.get("runs", []):
+            if entry.get("status") != "ok" or (k > 0 and entry["engine"] == SIM.name):
+                continue
+            if entry["row"] == "mix":
+                mixes.add(entry["scenario"])
+            name = Path(entry["dir"]).name
+            records += _records(directory / entry["dir"], {**entry, "name": name})
+    if not records:
+        raise FidelityError(f"no finished runs in {', '.join(map(str, directories))}")
+    table = fidelity_table(records, mixes)
+    notes = [
+        f"the simulator's runs are {directories[0]}'s; the emulator's come from all "
+        f"{len(directories)} directories"
+    ]
+    if len(commits) > 1:
+        notes.append(f"the directories were written by {len(commits)} versions of cclab")
+    runs = int(table["runs"].max())
+    return FidelityResult(
+        table, Path(directories[0]), False, runs, notes, pooled_from=len(directories)
+    )
 
 
 def read_table(directory: str | Path) -> pd.DataFrame | None:

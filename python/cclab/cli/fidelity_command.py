@@ -24,8 +24,10 @@ from cclab.fidelity import (
     SCHEMES,
     TABLE_FILE,
     UNDECIDED,
+    FidelityError,
     FidelityResult,
     interval_text,
+    pooled_table,
     run_fidelity,
     undecided,
 )
@@ -90,6 +92,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "<time>-fidelity-<form>)",
     )
     parser.add_argument(
+        "--pool",
+        nargs="+",
+        type=Path,
+        metavar="DIR",
+        help="run nothing: print the table of these fidelity directories' finished runs taken "
+        "together, the emulator's from all, the simulator's from the first (more runs a row "
+        "than one suite gives; today's definitions and targets)",
+    )
+    parser.add_argument(
         "--check",
         action="store_true",
         help="exit with status 1 when a target is not met (default: report it, exit 0)",
@@ -109,10 +120,15 @@ def fidelity_summary(result: FidelityResult) -> Table:
     verdict."""
     table = result.table
     form = "quick" if result.quick else "full"
+    what = (
+        f"fidelity runs of {result.pooled_from} directories pooled"
+        if result.pooled_from
+        else f"fidelity suite ({form})"
+    )
+    medians = f"medians of {'up to ' if result.pooled_from else ''}{result.runs} run(s)"
     checked = result.checked
     table_out = Table(
-        title=f"fidelity suite ({form}): {SIM.name} vs {EMU.name} (Linux TCP, the reference), "
-        f"medians of {result.runs} run(s)",
+        title=f"{what}: {SIM.name} vs {EMU.name} (Linux TCP, the reference), {medians}",
         caption=f"{int(checked['passed'].sum())} of {len(checked)} targets met"
         + (f"; ?: {UNDECIDED}" if any(undecided(r) for r in checked.to_dict("records")) else ""),
     )
@@ -175,7 +191,36 @@ def _names(text: str | None) -> list[str] | None:
     return None if not text else [n.strip() for n in text.split(",") if n.strip()]
 
 
+def _pooled(args: argparse.Namespace) -> int:
+    """`--pool`: the table of finished runs, read and printed; nothing is run or written."""
+    given = [
+        flag
+        for flag, value in (
+            ("--quick", args.quick),
+            ("--runs", args.runs != 1),
+            ("--duration", args.duration),
+            ("--schemes", args.schemes),
+            ("--only", args.only),
+            ("--out", args.out),
+        )
+        if value
+    ]
+    if given:
+        raise CommandError(f"--pool reads finished runs and runs nothing: drop {', '.join(given)}")
+    try:
+        result = pooled_table(args.pool)
+    except FidelityError as e:
+        raise CommandError(str(e)) from e
+    console = make_console()
+    console.print(fidelity_summary(result))
+    for note in result.notes:
+        console.print(f"- {note}", highlight=False)
+    return 1 if args.check and not result.all_passed else 0
+
+
 def execute(args: argparse.Namespace) -> int:
+    if args.pool:
+        return _pooled(args)
     if args.out is not None and args.out.exists() and any(args.out.iterdir()):
         raise CommandError(f"{args.out} is not empty; give --out a new or an empty directory")
     schemes = _names(args.schemes)
