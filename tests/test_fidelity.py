@@ -444,6 +444,16 @@ def test_pooled_suites_take_every_kernel_run_and_the_first_suites_simulator(
     assert code == 2 and "drop --runs" in err
     code, _, err = cli("fidelity", "--pool", out, tmp_path)
     assert code == 2 and f"{tmp_path} is not a finished fidelity directory" in err
+    # The simulator's side alone (`--sim-only`), pooled first with the quick suite's kernel
+    # runs: the same seeds give the same simulator runs, so the same table as the suite's own.
+    sims = tmp_path / "sims"
+    code, _, err = cli("fidelity", "--quick", "--sim-only", "--out", sims)
+    assert code == 0, err
+    alone = pd.read_parquet(sims / TABLE_FILE)
+    assert set(alone["engine"]) == {"sim"} and alone["note"].str.startswith("sim only").all()
+    both = pooled_table([sims, out]).table.set_index(["scenario", "scheme", "engine"])
+    columns = ["throughput_mbps", "delay_p95_ms", "replication_error", "passed"]
+    assert both[columns].equals(one[columns].loc[both.index])
 
 
 def test_the_plan_caps_durations_seeds_repetitions_and_maps_to_kernel_twins() -> None:

@@ -147,6 +147,8 @@ KIND = "fidelity"
 SIM_ONLY = "sim only: the kernel has no {scheme}"
 #: ... and a scheme of a mix that another of its schemes keeps off the emulator.
 SIM_ONLY_MIX = "sim only: another scheme of this mix has no kernel twin"
+#: ... and every row of a suite run with `sim_only`.
+SIM_ONLY_SUITE = "sim only: the suite ran the simulator alone (--pool it with kernel runs)"
 
 
 @dataclass(frozen=True)
@@ -319,10 +321,11 @@ def _specs(
     runs: int,
     duration: str | None,
     tolerance_us: int | None = REFEREE_TOLERANCE_US,
+    sim_only: bool = False,
 ) -> tuple[list[RunSpec], list[str]]:
     """Each pair's runs: the simulator's `runs`, then the emulator's (none for a sim-only
-    pair, `tolerance_us` its timing tolerance, None its default); seeds the scenario's + k - 1.
-    Also the notes on scenarios that kept their length."""
+    pair, or for any with `sim_only`; `tolerance_us` its timing tolerance, None its default);
+    seeds the scenario's + k - 1. Also the notes on scenarios that kept their length."""
     specs: list[RunSpec] = []
     notes: list[str] = []
     overrides: dict[str, dict[str, Any]] = {}
@@ -336,7 +339,7 @@ def _specs(
             seeds[sc.name] = int(tomllib.loads(validate(sc.path))["seed"])
         base_seed = seeds[sc.name]
         sides: list[tuple[str, str | None, dict[str, Any]]] = [(SIM.name, pair.scheme, {})]
-        if not pair.sim_only:
+        if not (pair.sim_only or sim_only):
             extra = {"flows": pair.emu_flows} if pair.emu_flows is not None else {}
             sides.append((EMU.name, pair.emu_scheme, extra))
         row = pair.scheme or "mix"
@@ -642,9 +645,12 @@ def targets_for(scenario: str, scheme: str, mix: bool, runs: int = 1) -> list[Ta
     return found
 
 
-def fidelity_table(records: Sequence[dict[str, Any]], mixes: set[str]) -> pd.DataFrame:
+def fidelity_table(
+    records: Sequence[dict[str, Any]], mixes: set[str], sim_only: bool = False
+) -> pd.DataFrame:
     """The table from every run's records: medians per scenario, scheme and engine, the errors
-    of each simulator row against its emulator row, and the targets."""
+    of each simulator row against its emulator row, and the targets (`sim_only`: the suite
+    ran no emulator, and its rows say so)."""
     frame = pd.DataFrame(records)
     rows: list[dict[str, Any]] = []
     keys = list(dict.fromkeys(zip(frame["scenario"], frame["scheme"], strict=True)))
@@ -705,6 +711,8 @@ def fidelity_table(records: Sequence[dict[str, Any]], mixes: set[str]) -> pd.Dat
                 decided = interval_decided(low, high, REPLICATION_ACCEPTED)
             if targets:
                 passed = all(t.holds(errors[t.column]) for t in targets)
+        elif sim_only:
+            note = SIM_ONLY_SUITE
         elif EMU.name not in medians:
             note = SIM_ONLY.format(scheme=scheme) if scheme not in KERNEL_TWIN else SIM_ONLY_MIX
         for engine, figures in medians.items():
@@ -800,14 +808,16 @@ def run_fidelity(
     on_start: StartCallback | None = None,
     progress: Callable[[int, int], object] | None = None,
     command: list[str] | None = None,
+    sim_only: bool = False,
 ) -> FidelityResult:
     """Runs the suite (the quick form with `quick`; `only` keeps just the scenarios named, as
     the table names them; `tolerance_us` is the emulator's timing tolerance, None its
     default; `duration` caps every scenario whose flow
-    schedule fits, the quick form's default being `QUICK_DURATION`) on both engines, one run at
-    a time, and writes the fidelity directory `out` (new, or an empty directory; default a new
-    one in the archive). Raises `cclab.batch.RunsFailedError` when a run failed (the directory
-    keeps the others)."""
+    schedule fits, the quick form's default being `QUICK_DURATION`) on both engines (the
+    simulator alone with `sim_only`: no root needed, a directory to pool with kept kernel runs,
+    `pooled_table`), one run at a time, and writes the fidelity directory `out` (new, or an
+    empty directory; default a new one in the archive). Raises
+    `cclab.batch.RunsFailedError` when a run failed (the directory keeps the others)."""
     if runs < 1:
         raise FidelityError("--runs must be at least 1")
     if schemes is not None:
@@ -820,9 +830,10 @@ def run_fidelity(
     if duration is None and quick:
         duration = QUICK_DURATION
     scenarios = suite(quick, schemes, only)
-    _check_emulator()
+    if not sim_only:
+        _check_emulator()
     pairs = _pairs(scenarios)
-    specs, notes = _specs(pairs, runs, duration, tolerance_us)
+    specs, notes = _specs(pairs, runs, duration, tolerance_us, sim_only)
     if not specs:
         raise FidelityError("nothing to run: no scheme of --schemes is in the suite's form")
     mixes = {sc.name for sc in scenarios if sc.is_mix}
@@ -835,8 +846,8 @@ def run_fidelity(
         ),
         runs=specs,
         meta={
-            "engine": f"{SIM.name},{EMU.name}",
-            "engines": [SIM.name, EMU.name],
+            "engine": SIM.name if sim_only else f"{SIM.name},{EMU.name}",
+            "engines": [SIM.name] if sim_only else [SIM.name, EMU.name],
             "form": form,
             "scenarios": [sc.name for sc in scenarios],
             "schemes": list(dict.fromkeys(str(s.tags["scheme"]) for s in specs)),
@@ -851,7 +862,7 @@ def run_fidelity(
         if batch.failed:
             return None  # no table from some of the runs; the caller raises
         records = [r for o in batch.outcomes for r in run_records(batch, o)]
-        table = fidelity_table(records, mixes)
+        table = fidelity_table(records, mixes, sim_only)
         table.to_parquet(batch.directory / TABLE_FILE, index=False)
         checked = table[(table["engine"] == SIM.name) & table["passed"].notna()]
         summary = {

@@ -92,6 +92,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "<time>-fidelity-<form>)",
     )
     parser.add_argument(
+        "--sim-only",
+        action="store_true",
+        help="run the simulator's side alone (no root): a directory to give --pool first, "
+        "against kernel runs kept from earlier suites",
+    )
+    parser.add_argument(
         "--pool",
         nargs="+",
         type=Path,
@@ -202,6 +208,7 @@ def _pooled(args: argparse.Namespace) -> int:
             ("--schemes", args.schemes),
             ("--only", args.only),
             ("--out", args.out),
+            ("--sim-only", args.sim_only),
         )
         if value
     ]
@@ -243,6 +250,7 @@ def execute(args: argparse.Namespace) -> int:
                 on_start=started,
                 progress=progress,
                 command=["cclab", *sys.argv[1:]],
+                sim_only=args.sim_only,
             )
         except PlanError as e:
             raise CommandError(str(e)) from e
