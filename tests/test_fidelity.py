@@ -451,9 +451,18 @@ def test_pooled_suites_take_every_kernel_run_and_the_first_suites_simulator(
     assert code == 0, err
     alone = pd.read_parquet(sims / TABLE_FILE)
     assert set(alone["engine"]) == {"sim"} and alone["note"].str.startswith("sim only").all()
-    both = pooled_table([sims, out]).table.set_index(["scenario", "scheme", "engine"])
+    pooled = pooled_table([sims, out])
+    both = pooled.table.set_index(["scenario", "scheme", "engine"])
     columns = ["throughput_mbps", "delay_p95_ms", "replication_error", "passed"]
     assert both[columns].equals(one[columns].loc[both.index])
+    assert not any("different seeds" in note for note in pooled.notes)
+    # Two simulator seeds against the kernel's one: the note says the sets differ.
+    code, _, err = cli(
+        "fidelity", "--quick", "--sim-only", "--runs", "2", "--out", tmp_path / "sims2"
+    )
+    assert code == 0, err
+    notes = pooled_table([tmp_path / "sims2", out]).notes
+    assert any("seeds 1-2 against seed 1" in note for note in notes), notes
 
 
 def test_the_plan_caps_durations_seeds_repetitions_and_maps_to_kernel_twins() -> None:

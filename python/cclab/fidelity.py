@@ -898,6 +898,16 @@ def run_fidelity(
     return FidelityResult(result.analysis, result.directory, quick, runs, notes)
 
 
+def _seed_list(seeds: set[int]) -> str:
+    """Seeds as a note prints them: a range where they run without a gap."""
+    if not seeds:
+        return "none"
+    low, high = min(seeds), max(seeds)
+    if len(seeds) == high - low + 1:
+        return f"seeds {low}-{high}" if high > low else f"seed {low}"
+    return "seeds " + ", ".join(map(str, sorted(seeds)))
+
+
 def pooled_table(directories: Sequence[str | Path]) -> FidelityResult:
     """The table of several fidelity directories' finished runs taken together, with the
     table's definitions as they are now: the emulator's runs (Linux's, the reference) of every
@@ -933,6 +943,23 @@ def pooled_table(directories: Sequence[str | Path]) -> FidelityResult:
     ]
     if len(commits) > 1:
         notes.append(f"the directories were written by {len(commits)} versions of cclab")
+    seeds: dict[tuple[str, str], dict[str, set[int]]] = {}
+    for r in records:
+        row = seeds.setdefault((r["scenario"], r["scheme"]), {SIM.name: set(), EMU.name: set()})
+        row[r["engine"]].add(int(r["seed"]))
+    apart = [
+        (key, row)
+        for key, row in seeds.items()
+        if all(row.values()) and len(set(map(frozenset, row.values()))) > 1
+    ]
+    if apart:
+        (scenario, scheme), row = apart[0]
+        notes.append(
+            f"in {len(apart)} row(s) the engines ran different seeds (first: {scenario} "
+            f"{scheme}, {_seed_list(row[SIM.name])} against {_seed_list(row[EMU.name])}): where a "
+            "scenario's seed draws its path (random losses, Poisson deliveries) pool "
+            "seed-matched sets"
+        )
     runs = int(table["runs"].max())
     return FidelityResult(
         table, Path(directories[0]), False, runs, notes, pooled_from=len(directories)
