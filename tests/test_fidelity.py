@@ -438,10 +438,18 @@ def test_pooled_suites_take_every_kernel_run_and_the_first_suites_simulator(
         assert row["runs"] == one.loc[key, "runs"] * (3 if key[2] == "emu" else 1), key
         assert row["delay_p95_ms"] == one.loc[key, "delay_p95_ms"], key
     assert pooled.pooled_from == 3 and sorted(p.name for p in out.iterdir()) == before
+    # A bound every emulator run exceeds leaves the simulator's rows alone, and says so.
+    emu_runs = sum(1 for p in (out / "runs").iterdir() if p.name.startswith("emu-"))
+    strict = pooled_table([out, out, out], max_late_ms=-1.0)
+    assert set(strict.table["engine"]) == {"sim"}
+    assert f"{3 * emu_runs} emulator run(s) left out" in " ".join(strict.notes), strict.notes
+    assert pooled_table([out], max_late_ms=1e9).table.equals(pooled_table([out]).table)
     code, stdout, _ = cli("fidelity", "--pool", out, out)
     assert code == 0 and "fidelity runs of 2 directories pooled" in stdout
     code, _, err = cli("fidelity", "--pool", out, "--runs", "3")
     assert code == 2 and "drop --runs" in err
+    code, _, err = cli("fidelity", "--max-late", "1")
+    assert code == 2 and "give it with --pool" in err
     code, _, err = cli("fidelity", "--pool", out, tmp_path)
     assert code == 2 and f"{tmp_path} is not a finished fidelity directory" in err
     # The simulator's side alone (`--sim-only`), pooled first with the quick suite's kernel

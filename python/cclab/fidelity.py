@@ -908,14 +908,18 @@ def _seed_list(seeds: set[int]) -> str:
     return "seeds " + ", ".join(map(str, sorted(seeds)))
 
 
-def pooled_table(directories: Sequence[str | Path]) -> FidelityResult:
+def pooled_table(
+    directories: Sequence[str | Path], max_late_ms: float | None = None
+) -> FidelityResult:
     """The table of several fidelity directories' finished runs taken together, with the
     table's definitions as they are now: the emulator's runs (Linux's, the reference) of every
     directory, the simulator's of the first only (the simulator's code moves its rows; make
     the first a new suite to hold today's simulator against every kernel run kept). For
     verdicts that more runs can decide than one suite affords. Reads only; the result's
     directory is the first one given. Pooled suites repeat their repetitions, so the runs are
-    not drawn in seed-matched pairs."""
+    not drawn in seed-matched pairs. `max_late_ms` leaves out the emulator's runs whose own
+    timing error (p99 of its data packets, `late_p99_ms`) exceeded it: on a loaded host the
+    referee's lateness is in the delays it measured."""
     records: list[dict[str, Any]] = []
     mixes: set[str] = set()
     commits: set[str] = set()
@@ -933,7 +937,12 @@ def pooled_table(directories: Sequence[str | Path]) -> FidelityResult:
             if entry["row"] == "mix":
                 mixes.add(entry["scenario"])
             name = Path(entry["dir"]).name
-            records += _records(directory / entry["dir"], {**entry, "name": name})
+            records += [
+                {**r, "pool": k}
+                for r in _records(directory / entry["dir"], {**entry, "name": name})
+            ]
+    late = [r for r in records if max_late_ms is not None and r["late_p99_ms"] > max_late_ms]
+    records = [r for r in records if not any(r is x for x in late)]
     if not records:
         raise FidelityError(f"no finished runs in {', '.join(map(str, directories))}")
     table = fidelity_table(records, mixes)
@@ -943,6 +952,12 @@ def pooled_table(directories: Sequence[str | Path]) -> FidelityResult:
     ]
     if len(commits) > 1:
         notes.append(f"the directories were written by {len(commits)} versions of cclab")
+    if late:
+        runs_left_out = len({(r["pool"], r["run"]) for r in late})
+        notes.append(
+            f"{runs_left_out} emulator run(s) left out: their timing error p99 exceeded "
+            f"{max_late_ms:g} ms"
+        )
     seeds: dict[tuple[str, str], dict[str, set[int]]] = {}
     for r in records:
         row = seeds.setdefault((r["scenario"], r["scheme"]), {SIM.name: set(), EMU.name: set()})

@@ -107,6 +107,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "than one suite gives; today's definitions and targets)",
     )
     parser.add_argument(
+        "--max-late",
+        type=float,
+        metavar="MS",
+        help="with --pool: leave out the emulator's runs whose own timing error (p99) exceeded "
+        "MS milliseconds (a loaded host's lateness is in the delays they measured)",
+    )
+    parser.add_argument(
         "--check",
         action="store_true",
         help="exit with status 1 when a target is not met (default: report it, exit 0)",
@@ -215,7 +222,7 @@ def _pooled(args: argparse.Namespace) -> int:
     if given:
         raise CommandError(f"--pool reads finished runs and runs nothing: drop {', '.join(given)}")
     try:
-        result = pooled_table(args.pool)
+        result = pooled_table(args.pool, args.max_late)
     except FidelityError as e:
         raise CommandError(str(e)) from e
     console = make_console()
@@ -228,6 +235,8 @@ def _pooled(args: argparse.Namespace) -> int:
 def execute(args: argparse.Namespace) -> int:
     if args.pool:
         return _pooled(args)
+    if args.max_late is not None:
+        raise CommandError("--max-late filters the runs --pool reads: give it with --pool")
     if args.out is not None and args.out.exists() and any(args.out.iterdir()):
         raise CommandError(f"{args.out} is not empty; give --out a new or an empty directory")
     schemes = _names(args.schemes)
