@@ -941,8 +941,12 @@ def pooled_table(
                 {**r, "pool": k}
                 for r in _records(directory / entry["dir"], {**entry, "name": name})
             ]
-    late = [r for r in records if max_late_ms is not None and r["late_p99_ms"] > max_late_ms]
-    records = [r for r in records if not any(r is x for x in late)]
+
+    def too_late(record: dict[str, Any]) -> bool:
+        return max_late_ms is not None and record["late_p99_ms"] > max_late_ms
+
+    late = [r for r in records if too_late(r)]
+    records = [r for r in records if not too_late(r)]
     if not records:
         raise FidelityError(f"no finished runs in {', '.join(map(str, directories))}")
     table = fidelity_table(records, mixes)
@@ -965,7 +969,7 @@ def pooled_table(
     apart = [
         (key, row)
         for key, row in seeds.items()
-        if all(row.values()) and len(set(map(frozenset, row.values()))) > 1
+        if row[SIM.name] and row[EMU.name] and row[SIM.name] != row[EMU.name]
     ]
     if apart:
         (scenario, scheme), row = apart[0]

@@ -695,8 +695,8 @@ mod tests {
 
     /// The delayed-ACK engine on its own: these tests send packets nanoseconds apart with no
     /// RTT, which would have the buffer autotune at every packet, so their receivers keep the
-    /// window at its ceiling (`window_growth` false; the growth has tests of its own below).
-    /// The delayed-ACK engine alone, on an exact clock: its arithmetic in nanoseconds.
+    /// window at its ceiling (`window_growth` false; the growth has tests of its own below),
+    /// and count on an exact clock (`jiffy_timers` false; the ticks have a test of their own).
     fn engine() -> ReceiverConfig {
         ReceiverConfig { window_growth: false, jiffy_timers: false, ..Default::default() }
     }

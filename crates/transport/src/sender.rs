@@ -1108,10 +1108,16 @@ impl Sender {
         }
         // tcp_rack_mark_lost arms the reordering timer on the wheel ("usecs_to_jiffies(timeout)
         // + TCP_TIMEOUT_MIN"); RFC 9002's timer is exact.
-        self.loss_time = pending.map(|due| match rack {
-            true => self.timer_at(now, due.saturating_sub(now) + rule.slack),
-            false => due + rule.slack,
-        });
+        self.loss_time =
+            pending.map(
+                |due| {
+                    if rack {
+                        self.timer_at(now, due.saturating_sub(now) + rule.slack)
+                    } else {
+                        due + rule.slack
+                    }
+                },
+            );
     }
 
     /// RFC 9002 §6.1: three later packets acknowledged, or 9/8·max(srtt, latest RTT), at
