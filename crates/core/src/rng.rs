@@ -95,4 +95,7 @@ pub mod stream {
     pub const REQUEST_CONNECTIONS: u64 = 4_000_000;
     /// Flow `i`'s start jitter (`[[flows]] start_jitter`) draws from `START + i`.
     pub const START: u64 = 5_000_000;
+    /// The phase of flow `i`'s sender's millisecond clock (its TCP timestamps) against the
+    /// run's clock draws from `TS_CLOCK + i`.
+    pub const TS_CLOCK: u64 = 6_000_000;
 }

@@ -22,7 +22,7 @@ use cclab_core::metrics::{MetricsConfig, Schedule};
 use cclab_core::rng::{stream, Rng};
 use cclab_core::scenario::hosts::Stalls;
 use cclab_core::scenario::{Link, Middlebox, Scenario, Traffic, PACKET_BYTES};
-use cclab_core::time::Time;
+use cclab_core::time::{Time, MS};
 use std::sync::Arc;
 
 /// One flow's share of the path.
@@ -285,6 +285,15 @@ impl PathPlan {
     /// The random stream of flow `id`'s sender.
     pub fn flow_rng(&self, id: u32) -> Rng {
         Rng::derive(self.seed, stream::FLOW + id as u64)
+    }
+
+    /// Where flow `id`'s sending host's millisecond clock — its TCP timestamps' — ticks
+    /// against the run's clock: a phase in [0, 1 ms), drawn from the seed. A host's clock is
+    /// not aligned with a link's: in the emulator the kernel's ticks fall wherever they fall
+    /// against the path thread's time zero, and which segments a receiving NIC may merge
+    /// (equal timestamps) depends on it.
+    pub fn ts_clock_phase(&self, id: u32) -> Time {
+        Rng::derive(self.seed, stream::TS_CLOCK + id as u64).below(MS)
     }
 }
 

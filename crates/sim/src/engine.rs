@@ -422,6 +422,12 @@ struct Flow {
     /// The sender's and the receiver's deadlines as of their last change (`Sim::rearm`).
     sender_due: Option<Time>,
     receiver_due: Option<Time>,
+    /// The receiving NIC merges this flow's segments that arrive together (`[transport]
+    /// gro`: a Linux module's flow with delayed ACKs) …
+    gro: bool,
+    /// … if the sender's millisecond clock, which ticks at this phase against the run's,
+    /// stamped them with one timestamp (`PathPlan::ts_clock_phase`).
+    ts_phase: Time,
 }
 
 impl Flow {
@@ -451,6 +457,8 @@ struct Sim {
     /// Reused buffers for packets leaving the bottleneck (or the inbox) and the reverse one.
     departures: Vec<DataPkt>,
     ack_departures: Vec<AckPkt>,
+    /// Reused buffer for a run of segments a receiving NIC merges (`Sim::arrive_merged`).
+    gro_run: Vec<DataPacket>,
     loss: Loss,
     next_uid: u64,
     sinks: Sinks,
@@ -580,7 +588,7 @@ impl Sim {
         loop {
             match self.data_pipes[pipe as usize].pop_due(self.now) {
                 Ok((p, FwdDest::Bottleneck)) => self.arrive_site(p),
-                Ok((p, FwdDest::Receiver)) => self.arrive_receiver(p),
+                Ok((p, FwdDest::Receiver)) => n += self.arrive_receiver(pipe, p),
                 Err(next) => {
                     if let Some(t) = next {
                         self.schedule(t, Ev::DataPipe(pipe));
@@ -742,31 +750,81 @@ impl Sim {
         n
     }
 
-    fn arrive_receiver(&mut self, p: DataPkt) {
+    /// A packet of line `pipe` reaches its receiver; a data segment takes with it those behind
+    /// it that the receiving NIC merges with it (`Flow::gro`). Returns how many it took.
+    fn arrive_receiver(&mut self, pipe: u32, p: DataPkt) -> u64 {
+        self.reach_receiver(&p);
+        let d = match p.body {
+            Fwd::Data(d) => d,
+            Fwd::Syn => {
+                self.answer_syn(p);
+                return 0;
+            }
+            // The listener's side of the connection opens; the delayed-ACK bound it takes from
+            // that round trip is already set (`connected`).
+            Fwd::Ack => return 0,
+        };
+        let f = p.flow;
+        let (ack, merged) = if self.flows[f as usize].gro && self.gro_follows(pipe, f, &d, &d, d.len as u64) {
+            self.arrive_merged(pipe, f, d)
+        } else {
+            (self.flows[f as usize].receiver.on_data(self.now, &d), 0)
+        };
+        if let Some(ack) = ack {
+            self.send_ack(f, ack);
+        }
+        self.rearm_receiver(f);
+        merged
+    }
+
+    /// A packet's arrival at its receiver: its record, and Bundler's outbox, which sees every
+    /// packet of a bundled flow that crossed the bottleneck (SYNs too, as the inbox did).
+    fn reach_receiver(&mut self, p: &DataPkt) {
         let now = self.now;
         p.emit(&mut self.sinks, now, Fate::Delivered);
-        // Bundler's outbox sees every packet of a bundled flow that crossed the bottleneck,
-        // SYNs too, as the inbox did on the way in.
         if let Some(b) = self.middlebox.as_mut().filter(|b| b.bundled[p.flow as usize]) {
             let epoch = b.inbox.epoch();
-            if let Some(fb) = b.outbox.on_packet(now, packet_hash(&p), p.size as u64, epoch) {
+            if let Some(fb) = b.outbox.on_packet(now, packet_hash(p), p.size as u64, epoch) {
                 let due = now + b.feedback_delay;
                 b.feedback.push_back((due, fb));
                 self.schedule(due, Ev::Feedback);
             }
         }
-        let d = match p.body {
-            Fwd::Data(d) => d,
-            Fwd::Syn => return self.answer_syn(p),
-            // The listener's side of the connection opens; the delayed-ACK bound it takes from
-            // that round trip is already set (`connected`).
-            Fwd::Ack => return,
-        };
-        let f = p.flow;
-        if let Some(ack) = self.flows[f as usize].receiver.on_data(now, &d) {
-            self.send_ack(f, ack);
+    }
+
+    /// Whether the head of line `pipe` reaches flow `f`'s receiver now and joins the GRO run
+    /// that `head` begins and `last` ends (`payload` bytes so far).
+    #[inline]
+    fn gro_follows(&self, pipe: u32, f: u32, head: &DataPacket, last: &DataPacket, payload: u64) -> bool {
+        let line = &self.data_pipes[pipe as usize].line;
+        match (line.next_due(), line.front()) {
+            (Some(t), Some(q)) if t <= self.now && q.flow == f => {
+                let phase = self.flows[f as usize].ts_phase;
+                matches!(q.body, Fwd::Data(next) if cclab_transport::gro::can_follow(head, last, payload, &next, phase))
+            }
+            _ => false,
         }
-        self.rearm_receiver(f);
+    }
+
+    /// Takes the segments of line `pipe` that join `head` into one GRO run and hands the run
+    /// to flow `f`'s receiver; returns its ACK, if any, and how many segments joined.
+    #[cold]
+    fn arrive_merged(&mut self, pipe: u32, f: u32, head: DataPacket) -> (Option<AckFrame>, u64) {
+        let mut run = std::mem::take(&mut self.gro_run);
+        run.clear();
+        run.push(head);
+        let mut payload = head.len as u64;
+        while self.gro_follows(pipe, f, &head, run.last().expect("the head"), payload) {
+            let (_, q) = self.data_pipes[pipe as usize].line.pop().expect("checked");
+            self.reach_receiver(&q);
+            let Fwd::Data(d) = q.body else { unreachable!("checked") };
+            payload += d.len as u64;
+            run.push(d);
+        }
+        let ack = self.flows[f as usize].receiver.on_merged(self.now, &run);
+        let merged = run.len() as u64 - 1;
+        self.gro_run = run;
+        (ack, merged)
     }
 
     /// The listener answers a SYN at once with a SYN-ACK (tcp_v4_conn_request →
@@ -1047,6 +1105,7 @@ pub fn simulate(
         });
         ack_pipes.push(Pipe { line: plan.ack_line(fp.info.id), dest: ack_dest });
         let cfg = SenderConfig::for_flow(spec, &scenario.transport, MSS);
+        let gro = scenario.transport.gro && spec.delayed_ack && cc.uses_rack();
         let mut sender = Sender::new(cfg, cc, plan.flow_rng(fp.info.id));
         if plan.carries_requests(fp.info.id) {
             // A persistent connection: it sends only the requests written to it.
@@ -1059,6 +1118,8 @@ pub fn simulate(
             timer_at: None,
             sender_due: None,
             receiver_due: None,
+            gro,
+            ts_phase: plan.ts_clock_phase(fp.info.id),
         });
     }
 
@@ -1079,6 +1140,7 @@ pub fn simulate(
         rlink_at: None,
         departures: Vec::new(),
         ack_departures: Vec::new(),
+        gro_run: Vec::new(),
         loss: plan.loss_stage(),
         next_uid: 0,
         sinks: Sinks::new(&plan, opts.log_packets),

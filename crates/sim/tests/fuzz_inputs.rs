@@ -109,6 +109,7 @@ const KEYS: &[&str] = &[
     "read_interval",
     "window_growth",
     "sack_compression",
+    "gro",
     "jitter",
 ];
 

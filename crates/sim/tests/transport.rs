@@ -1,6 +1,7 @@
 //! Issue 15: the transport's Linux details at the scale of a run (`[transport]`).
 
 mod common;
+use cclab_core::record::{Fate, PacketKind};
 use common::{run, scenario};
 
 /// The Pantheon's local test with a late flow (scenarios/pantheon-3flows.toml, shortened): an
@@ -64,7 +65,6 @@ fn a_late_flow_in_a_deep_queue_does_not_collapse_in_spurious_timeouts() {
 
 /// When each flow's first data packet left its sender, from the packet log.
 fn first_data_sent(out: &cclab_sim::RunOutput, flows: u32) -> Vec<u64> {
-    use cclab_core::record::PacketKind;
     let log = out.packets.as_ref().expect("logged");
     (0..flows)
         .map(|f| {
@@ -115,7 +115,6 @@ fn data_start_one_handshake_after_the_flows_start() {
 /// Without the handshake the first data packet is served alone.
 #[test]
 fn the_handshakes_final_ack_crosses_the_bottleneck_ahead_of_the_data() {
-    use cclab_core::record::PacketKind;
     let first_sojourn = |text: &str| {
         let out = run(&scenario(text), true);
         let log = out.packets.as_ref().expect("logged");
@@ -178,4 +177,64 @@ fn bbr_starts_from_the_handshakes_min_rtt() {
     assert!((bbr - 40.04).abs() < 1e-3 && (transport - 40.04).abs() < 1e-3, "{bbr} / {transport} ms");
     let (bbr, transport) = first_min_rtt("[transport]\nhandshake = false");
     assert!((bbr - 41.0).abs() < 1e-3 && (transport - 41.0).abs() < 1e-3, "{bbr} / {transport} ms");
+}
+
+/// A link that delivers in pairs, two packets every millisecond (a mahimahi trace listing each
+/// millisecond twice: 24 Mbit/s), and one Cubic flow, 5 s: of the pairs of segments in
+/// sequence that the sender sent at one instant and that reached the receiver together, (how
+/// many, how many an ACK split: an ACK sent as they arrived acknowledging the first alone).
+fn pairs_split_by_an_ack(gro: bool) -> (usize, usize) {
+    let trace = tempfile::Builder::new().prefix("cclab-pairs-").suffix(".trace").tempfile().unwrap();
+    std::fs::write(trace.path(), "1\n1\n").unwrap();
+    let out = run(
+        &scenario(&format!(
+            r#"
+            duration = "5s"
+            [link]
+            trace = {:?}
+            delay = "10ms"
+            queue = 100
+            [[flows]]
+            scheme = "cubic"
+            [transport]
+            gro = {gro}
+            "#,
+            trace.path().display().to_string()
+        )),
+        true,
+    );
+    let log = out.packets.as_ref().unwrap();
+    let is = |i: usize, kind: PacketKind| log.kind[i] == kind as u8;
+    // ACKs by (when sent, the stream offset acknowledged, mod 2^32 as the log keeps it).
+    let acks: std::collections::HashSet<(u64, u32)> =
+        (0..log.len()).filter(|&i| is(i, PacketKind::Ack)).map(|i| (log.sent[i], log.seq[i])).collect();
+    let data: Vec<usize> =
+        (0..log.len()).filter(|&i| is(i, PacketKind::Data) && log.fate[i] == Fate::Delivered as u8).collect();
+    let pairs: Vec<(usize, usize)> = data
+        .windows(2)
+        .map(|w| (w[0], w[1]))
+        .filter(|&(a, b)| {
+            let payload = log.size[a] - cclab_transport::DATA_HEADER as u32;
+            log.arrived[a] == log.arrived[b]
+                && log.sent[a] == log.sent[b]
+                && log.seq[b] == log.seq[a].wrapping_add(payload)
+        })
+        .collect();
+    let split = pairs.iter().filter(|&&(a, b)| acks.contains(&(log.arrived[a], log.seq[b]))).count();
+    (pairs.len(), split)
+}
+
+#[test]
+fn segments_that_arrive_together_are_one_arrival_for_the_receiver() {
+    // GRO (`[transport] gro`, crates/transport's `gro`): the pairs a trace delivers in the same
+    // millisecond reach the receiver together and, sent in one tick of the sender's clock,
+    // are one skb, acknowledged by one ACK; without it the receiver takes them one by one, and
+    // in quick-ACK mode (the first segments, and while the window grows) answers the first
+    // of a pair on its own.
+    let (pairs, split) = pairs_split_by_an_ack(true);
+    let (pairs_without, split_without) = pairs_split_by_an_ack(false);
+    println!("{split} of {pairs} pairs split by an ACK with GRO, {split_without} of {pairs_without} without");
+    assert!(pairs > 1000 && pairs_without > 1000, "the trace delivers pairs");
+    assert!(split_without > 20, "without GRO quick ACKs split pairs");
+    assert_eq!(split, 0, "with GRO a pair is one arrival");
 }

@@ -16,6 +16,7 @@
 //! Must not import: the engines (`cclab-engine`, `cclab-sim`, `cclab-emu`) or the bindings;
 //! only `cclab-core` and `cclab-cc`.
 
+pub mod gro;
 mod handshake;
 mod prr;
 mod push;

@@ -90,6 +90,18 @@ impl ReceiverConfig {
     }
 }
 
+/// What the receiving TCP handles as one: a segment, or a run the NIC merged (crate::gro).
+#[derive(Clone, Copy, Debug)]
+struct Skb {
+    /// The stream bytes [offset, end) it carries.
+    offset: u64,
+    end: u64,
+    /// Its segments' size (skb_shinfo(skb)->gso_size; a lone segment's length).
+    gso: u64,
+    /// PSH, which only a run's last segment may carry.
+    push: bool,
+}
+
 /// Linux's delayed-ACK engine (struct inet_connection_sock's icsk_ack and the code around
 /// tcp_event_data_recv, __tcp_ack_snd_check and tcp_send_delayed_ack in net/ipv4/tcp_input.c
 /// and net/ipv4/tcp_output.c).
@@ -351,30 +363,49 @@ impl Receiver {
 
     /// Takes a data packet; returns an ACK to send now, if one is due.
     pub fn on_data(&mut self, now: Time, pkt: &DataPacket) -> Option<AckFrame> {
-        self.packets_received += 1;
-        self.bytes_received += pkt.len as u64;
-        self.last_owd = now.saturating_sub(pkt.sent);
-        let end = pkt.offset + pkt.len as u64;
+        self.on_skb(now, std::slice::from_ref(pkt))
+    }
+
+    /// Takes segments that the receiving NIC merged into one (crate::gro: in sequence, each
+    /// `gro::can_follow` the ones before it). Linux's TCP sees one skb: one arrival for the
+    /// delayed-ACK engine and one choice whether to acknowledge, so the run is acknowledged
+    /// by one ACK. Not for a receiver with an agent (its schemes are not kernel TCP).
+    pub fn on_merged(&mut self, now: Time, run: &[DataPacket]) -> Option<AckFrame> {
+        debug_assert!(self.agent.is_none() && !run.is_empty());
+        self.on_skb(now, run)
+    }
+
+    /// One skb of in-sequence segments (usually one) reaches the receiver.
+    #[inline]
+    fn on_skb(&mut self, now: Time, run: &[DataPacket]) -> Option<AckFrame> {
+        let (first, last) = (&run[0], &run[run.len() - 1]);
+        let skb =
+            Skb { offset: first.offset, end: last.offset + last.len as u64, gso: first.len as u64, push: last.push };
+        self.packets_received += run.len() as u64;
+        self.bytes_received += skb.end - skb.offset;
+        self.last_owd = now.saturating_sub(first.sent);
         // Data starting below the cumulative point: a retransmission of what arrived already,
         // in whole or in part (tcp_data_queue: "A retransmit, 2nd most common case. Force an
         // immediate ack." and "Partial packet", both tcp_enter_quickack_mode).
-        let old_data = pkt.offset < self.stream_cum;
+        let old_data = skb.offset < self.stream_cum;
         // Data that advances the cumulative point (rcv_nxt): the only data Linux's
         // tcp_data_queue hands to tcp_event_data_recv (its queue_and_out path, hole fills
         // included); out-of-order segments go to tcp_data_queue_ofo, duplicates to
         // out_of_window, and neither touches the delayed-ACK engine's clock (lrcvtime) or ATO.
-        let in_order = pkt.offset <= self.stream_cum && end > self.stream_cum;
+        let in_order = skb.offset <= self.stream_cum && skb.end > self.stream_cum;
         let had_holes = !self.holes_above.is_empty();
         // tcp_data_queue_ofo → tcp_sack_new_ofo_skb: a segment in an older SACK block sends
         // the compressed ACK first, without this segment in it.
-        let flushed = (pkt.offset > self.stream_cum && self.sack.out_of_order(pkt.offset, end, !had_holes))
+        let flushed = (skb.offset > self.stream_cum && self.sack.out_of_order(skb.offset, skb.end, !had_holes))
             .then(|| self.any_ack(now));
-        self.record_id(pkt.id);
-        self.record_stream(pkt.offset, end);
+        for p in run {
+            self.record_id(p.id);
+        }
+        self.record_stream(skb.offset, skb.end);
         if in_order && had_holes {
             self.sack.delivered(self.stream_cum);
         }
-        self.unacked += 1;
+        self.unacked += run.len() as u32;
         if old_data && self.cfg.delayed_ack {
             self.delack.enter_quickack(self.cfg.ato_min);
         }
@@ -382,9 +413,9 @@ impl Receiver {
         // filled" — ICSK_ACK_NOW once in-order data empties the out-of-order queue.
         let gap_filled = in_order && had_holes && self.holes_above.is_empty();
         if self.agent.is_some() {
-            return self.on_data_with_agent(now, pkt, gap_filled, in_order).or(flushed);
+            return self.on_data_with_agent(now, first, &skb, gap_filled, in_order).or(flushed);
         }
-        if self.ack_due(now, pkt, gap_filled, in_order) {
+        if self.ack_due(now, &skb, gap_filled, in_order) {
             debug_assert!(flushed.is_none(), "a flush leaves the segment compressed");
             return Some(self.make_ack());
         }
@@ -395,15 +426,15 @@ impl Receiver {
     /// Linux's choice for one data packet (tcp_event_data_recv, then __tcp_ack_snd_check):
     /// true to acknowledge now; false arms the delayed-ACK timer (`delack.deadline`) or, with
     /// out-of-order data queued, the compression timer.
-    fn ack_due(&mut self, now: Time, pkt: &DataPacket, gap_filled: bool, in_order: bool) -> bool {
+    fn ack_due(&mut self, now: Time, skb: &Skb, gap_filled: bool, in_order: bool) -> bool {
         if !self.cfg.delayed_ack {
             return true;
         }
-        let len = pkt.len as u64;
-        let grew = self.cfg.window_growth && self.window_grows(now, pkt, in_order);
+        let grew = self.cfg.window_growth && self.window_grows(now, skb, in_order);
         let d = &mut self.delack;
         if in_order {
-            d.measure_rcv_mss(len, pkt.push, self.cfg.push_ack);
+            // "len = skb_shinfo(skb)->gso_size ? : skb->len": a merged run's segment size.
+            d.measure_rcv_mss(skb.gso, skb.push, self.cfg.push_ack);
             // So a recovery that kept in-order data away for longer than the receiver's RTO
             // ends in quick ACKs when its last hole fills ("Too long gap").
             d.data_recv(now, self.cfg.ato_min);
@@ -440,8 +471,8 @@ impl Receiver {
     /// of in-order data (tcp_rcv_space_adjust) or the buffer's room for out-of-order data
     /// (tcp_data_queue_ofo's tcp_rcvbuf_grow), which only later segments feel. True if the
     /// window grew.
-    fn window_grows(&mut self, now: Time, pkt: &DataPacket, in_order: bool) -> bool {
-        let len = pkt.len as u64;
+    fn window_grows(&mut self, now: Time, skb: &Skb, in_order: bool) -> bool {
+        let len = skb.end - skb.offset;
         if len >= self.delack.rcv_mss {
             self.space.measure_rtt(now, self.last_owd, self.delack.srtt);
         }
@@ -453,12 +484,12 @@ impl Receiver {
         if in_order {
             // What this segment released from the out-of-order queue (`inq`) is still in the
             // buffer as the window grows, and the application reads this segment first.
-            let end = pkt.offset + len;
+            let end = skb.end;
             let inq = self.stream_cum - end;
             let grew = self.space.grow(len, len + inq + ooo);
             self.space.on_read(now, end, inq, span);
             grew
-        } else if pkt.offset > self.stream_cum {
+        } else if skb.offset > self.stream_cum {
             let grew = self.space.grow(len, ooo);
             self.space.on_out_of_order(span);
             grew
@@ -552,13 +583,14 @@ impl Receiver {
         &mut self,
         now: Time,
         pkt: &DataPacket,
+        skb: &Skb,
         gap_filled: bool,
         in_order: bool,
     ) -> Option<AckFrame> {
         if let Some(agent) = self.agent.as_mut() {
             agent.on_data(now, &ReceivedPacket { id: pkt.id, bytes: pkt.len as u64, sent: pkt.sent });
         }
-        let ack = if self.ack_due(now, pkt, gap_filled, in_order) { Some(self.agent_ack(now)) } else { None };
+        let ack = if self.ack_due(now, skb, gap_filled, in_order) { Some(self.agent_ack(now)) } else { None };
         self.merge_deadlines();
         ack
     }
@@ -724,6 +756,30 @@ mod tests {
             assert!(r.on_data(t0 + i, &pkt(i, i * 1000)).is_some(), "quick ACK {i}");
         }
         (r, n)
+    }
+
+    #[test]
+    fn a_run_the_nic_merged_is_one_arrival_and_one_ack() {
+        // GRO (net/ipv4/tcp_offload.c) hands tcp_rcv_established one skb for the run, so
+        // __tcp_ack_snd_check runs once: in quick-ACK mode one ACK covers the run and
+        // tcp_dec_quickack_mode spends one quick ACK for it, not one per segment.
+        let mut r = Receiver::new(engine());
+        let a = r.on_merged(MS, &[pkt(0, 0), pkt(1, 1000)]).expect("quick-ACK mode");
+        assert_eq!((a.stream_cum, a.ranges()), (2000, &[(0, 2)][..]));
+        assert_eq!(r.delack.quick, MAX_QUICKACKS - 1);
+        let mut singles = Receiver::new(engine());
+        assert!(singles.on_data(MS, &pkt(0, 0)).is_some() && singles.on_data(MS, &pkt(1, 1000)).is_some());
+        assert_eq!(singles.delack.quick, MAX_QUICKACKS - 2);
+        // Past quick-ACK mode a run of three is "more than one full frame", acknowledged at
+        // once, where three segments one by one leave the third for the timer.
+        let (mut r, n) = past_quickack(0);
+        let run: Vec<DataPacket> = (n..n + 3).map(|i| pkt(i, i * 1000)).collect();
+        assert_eq!(r.on_merged(SEC, &run).map(|a| a.stream_cum), Some((n + 3) * 1000));
+        assert!(r.next_timeout().is_none(), "nothing left waiting");
+        let (mut singles, _) = past_quickack(0);
+        let acks: Vec<bool> = run.iter().map(|p| singles.on_data(SEC, p).is_some()).collect();
+        assert_eq!(acks, [false, true, false]);
+        assert!(singles.next_timeout().is_some(), "the third waits for the delayed-ACK timer");
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //!
 //! Sender-side keys: `handshake`, `rto`, `rto_max`, `undo`, `tso`, `pacing_credit`, `prr`,
 //! `tlp`, `rack`, `recovery`, `rmem_max`. (The receiver's keys live in their own group:
-//! `push_ack`, `read_interval`, `sack_compression`, `window_growth`.)
+//! `push_ack`, `read_interval`, `sack_compression`, `window_growth`, `gro`.)
 
 use crate::units::{Bytes, Dur};
 use serde::{Deserialize, Serialize};
@@ -172,6 +172,20 @@ pub struct Transport {
     /// per two segments.
     #[serde(default = "default_true")]
     pub window_growth: bool,
+    /// The receiving host's NIC merges segments that reach it together (generic receive
+    /// offload; crates/transport's `gro`): a run of one flow's segments in sequence, sent in
+    /// the same tick of the sender's millisecond clock (equal TCP timestamps; where that clock
+    /// ticks against the run's is drawn from the seed), up to 64 KiB, is one skb for the
+    /// receiving TCP — one arrival, one choice whether to acknowledge, one ACK for the run.
+    /// The emulator does the same for kernel flows (`cclab-emu --no-gro` turns it off there;
+    /// cclab's own flows over UDP are read a datagram at a time and never merged). It moves
+    /// a flow on a link that delivers in bunches: on a cellular trace several packets leave in
+    /// the same millisecond, and a receiver in quick-ACK mode spends one quick ACK per run
+    /// instead of one per segment. For schemes that model a Linux TCP module (cubic, newreno,
+    /// vegas, bbr), with the flow's `delayed_ack`. Default true; false hands every segment to
+    /// the receiver on its own.
+    #[serde(default = "default_true")]
+    pub gro: bool,
 }
 
 /// Linux's tp->scaling_ratio for full-sized segments (in 256ths): tcp_measure_rcv_mss sets it
@@ -226,6 +240,7 @@ impl Default for Transport {
             read_interval: default_read_interval(),
             sack_compression: true,
             window_growth: true,
+            gro: true,
         }
     }
 }
@@ -249,12 +264,12 @@ mod tests {
         assert!(s.transport.rack && s.transport.pacing_credit);
         assert_eq!(s.transport.recovery, RecoveryModel::Linux);
         assert_eq!((s.transport.push_ack, s.transport.read_interval), (true, Dur(0)));
-        assert!(s.transport.sack_compression && s.transport.window_growth);
+        assert!(s.transport.sack_compression && s.transport.window_growth && s.transport.gro);
         assert_eq!(s.transport.default_rwnd(), 20 << 20, "tcp_win_from_space at scaling_ratio 160");
         let text = format!(
             "{BASE}[transport]\nhandshake = false\nrto = \"rfc6298\"\nrto_max = \"60s\"\nundo = false\ntso = false\npacing_credit = false\n\
              prr = false\ntlp = false\nrack = false\nrecovery = \"rfc9002\"\nrmem_max = \"6291456B\"\npush_ack = false\nread_interval = \"0s\"\n\
-             sack_compression = false\nwindow_growth = false\n"
+             sack_compression = false\nwindow_growth = false\ngro = false\n"
         );
         let s = Scenario::parse(&text, "t.toml").unwrap();
         assert_eq!(
@@ -275,6 +290,7 @@ mod tests {
                 read_interval: Dur(0),
                 sack_compression: false,
                 window_growth: false,
+                gro: false,
             }
         );
     }
