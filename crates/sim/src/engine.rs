@@ -1105,6 +1105,7 @@ pub fn simulate(
         });
         ack_pipes.push(Pipe { line: plan.ack_line(fp.info.id), dest: ack_dest });
         let cfg = SenderConfig::for_flow(spec, &scenario.transport, MSS);
+        // `uses_rack`: the controller models a Linux TCP module, so its receiver is Linux's.
         let gro = scenario.transport.gro && spec.delayed_ack && cc.uses_rack();
         let mut sender = Sender::new(cfg, cc, plan.flow_rng(fp.info.id));
         if plan.carries_requests(fp.info.id) {
