@@ -105,6 +105,21 @@ pub struct PacketLog {
 }
 
 impl PacketLog {
+    /// Room for `n` more records in every column.
+    pub fn reserve(&mut self, n: usize) {
+        self.uid.reserve(n);
+        self.flow.reserve(n);
+        self.kind.reserve(n);
+        self.size.reserve(n);
+        self.sent.reserve(n);
+        self.arrived.reserve(n);
+        self.fate.reserve(n);
+        self.enqueued.reserve(n);
+        self.dequeued.reserve(n);
+        self.retransmission.reserve(n);
+        self.seq.reserve(n);
+    }
+
     pub fn len(&self) -> usize {
         self.uid.len()
     }

@@ -363,7 +363,12 @@ pub fn run(
     let (tx, rx) = mpsc::channel::<Msg>();
     let stop_paths = Stop::default();
     let stop_flows = Stop::default();
-    let mut collector = Collector::new(Sinks::new(&path, opts.log_packets));
+    let mut sinks = Sinks::new(&path, opts.log_packets);
+    sinks.reserve_log(cclab_core::scenario::resources::log_reservation(
+        path.service.mean_rate(),
+        scenario.duration.ns(),
+    ));
+    let mut collector = Collector::new(sinks);
 
     // Listening sides first, before the clock starts.
     let failed = |what: &str, e: std::io::Error| EmuError::Failed(format!("{what}: {e}"));

@@ -187,10 +187,7 @@ pub fn estimate(s: &Scenario, limits: &dyn Fn(&FlowSpec) -> FlowLimits, rec: imp
         }
     }
     if rec.log_packets {
-        if let Some(rate) = link {
-            // Every delivered data packet and its ACK, at the link's full rate.
-            let packets = (rate.0 as f64 / (8 * PACKET_BYTES) as f64) * (duration as f64 / 1e9) * 2.0;
-            let packets = packets.min(u64::MAX as f64 / 2.0) as u64;
+        if let Some((rate, packets)) = link.map(|rate| (rate, log_records(rate, duration))) {
             items.push(Item {
                 field: "duration".into(),
                 bytes: packets.saturating_mul(RECORD_BYTES),
@@ -199,6 +196,22 @@ pub fn estimate(s: &Scenario, limits: &dyn Fn(&FlowSpec) -> FlowLimits, rec: imp
         }
     }
     Estimate { items }
+}
+
+/// The packet log's records at most: every data packet the link can deliver in `duration`
+/// (ns) at `rate`, and its ACK.
+fn log_records(rate: Rate, duration: u64) -> u64 {
+    let packets = (rate.0 as f64 / (8 * PACKET_BYTES) as f64) * (duration as f64 / 1e9) * 2.0;
+    packets.min(u64::MAX as f64 / 2.0) as u64
+}
+
+/// The records worth reserving room for in a run's packet log up front: [`estimate`]'s count
+/// at the link's mean rate (None when the rate is unknown before the run), at most what an
+/// eighth of the memory available now holds, so that a reservation never asks for more than
+/// the machine has.
+pub fn log_reservation(rate: Rate, duration: u64) -> usize {
+    let cap = available_memory().map_or(0, |m| m / 8 / RECORD_BYTES);
+    log_records(rate, duration).min(cap) as usize
 }
 
 /// The queue's limit in packets, when finite.
