@@ -248,7 +248,8 @@ fn report(out: &EmuOutput, prop_ns: u64) {
         out.emu.tolerance_ns as f64 / 1e3
     );
     println!("capacity_mbps = {:.0}", out.emu.capacity.mbps());
-    if let Some(w) = &out.emu.capacity_warning {
+    println!("input_wait_p99_ms = {}", out.emu.input_wait_p99_ms());
+    for w in out.emu.capacity_warning.iter().cloned().chain(out.emu.input_wait_warning()) {
         eprintln!("warning: {w}");
     }
     println!("setup_secs = {:.3}  wall_secs = {:.3}", out.emu.setup_secs, st.wall_secs);

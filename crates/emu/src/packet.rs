@@ -53,6 +53,35 @@ fn be32(b: &[u8], i: usize) -> u32 {
     u32::from_be_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]])
 }
 
+/// TCPOPT_TIMESTAMP and its length (RFC 7323 §3).
+const TCPOPT_TIMESTAMP: u8 = 8;
+const TCPOLEN_TIMESTAMP: usize = 10;
+
+/// The TCP timestamp option's TSval of a packet `info` describes, if it carries one: the
+/// sending host's clock when the segment left its TCP (Linux: milliseconds of its monotonic
+/// clock, plus a per-connection offset).
+pub fn tcp_tsval(ip: &[u8], info: &Ipv4Info) -> Option<u32> {
+    let opts = ip.get(info.ihl + 20..info.ihl + info.tcp_hdr_len)?;
+    let mut i = 0;
+    while i < opts.len() {
+        match opts[i] {
+            0 => return None,
+            1 => i += 1,
+            kind => {
+                let len = *opts.get(i + 1)? as usize;
+                if len < 2 {
+                    return None;
+                }
+                if kind == TCPOPT_TIMESTAMP && len == TCPOLEN_TIMESTAMP {
+                    return opts.get(i + 2..i + 6).map(|b| be32(b, 0));
+                }
+                i += len;
+            }
+        }
+    }
+    None
+}
+
 /// Reads an IPv4 packet's headers; `None` for anything that is not well-formed IPv4.
 pub fn parse_ipv4(p: &[u8]) -> Option<Ipv4Info> {
     if p.len() < 20 || p[0] >> 4 != 4 {
@@ -366,6 +395,26 @@ mod tests {
             *b = i as u8;
         }
         p
+    }
+
+    #[test]
+    fn reads_the_timestamp_option() {
+        // Linux's data segments: NOP, NOP, TS (TSval, TSecr).
+        let mut p = tcp_packet(100, 7, 0x10);
+        p[40..44].copy_from_slice(&[1, 1, TCPOPT_TIMESTAMP, TCPOLEN_TIMESTAMP as u8]);
+        p[44..48].copy_from_slice(&0xdead_beefu32.to_be_bytes());
+        let i = parse_ipv4(&p).unwrap();
+        assert_eq!(tcp_tsval(&p, &i), Some(0xdead_beef));
+        // Another option first (MSS, 4 bytes), then the timestamp: still found.
+        p[40..44].copy_from_slice(&[2, 4, 5, 0xb4]);
+        p[44..46].copy_from_slice(&[TCPOPT_TIMESTAMP, TCPOLEN_TIMESTAMP as u8]);
+        p[46..50].copy_from_slice(&42u32.to_be_bytes());
+        assert_eq!(tcp_tsval(&p, &i), Some(42));
+        // No option (end of list), or a malformed length: none.
+        p[40] = 0;
+        assert_eq!(tcp_tsval(&p, &i), None);
+        p[40..42].copy_from_slice(&[3, 0]);
+        assert_eq!(tcp_tsval(&p, &i), None);
     }
 
     #[test]

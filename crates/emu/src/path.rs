@@ -23,8 +23,8 @@
 use crate::capture::SharedTap;
 use crate::endpoint::{StartLine, Stop};
 use crate::packet::{
-    can_follow, mergeable, merged_headers, parse_ipv4, segment_count, tcp_segment_range, write_segment, Ipv4Info,
-    Mergeable, PROTO_TCP, PROTO_UDP,
+    can_follow, mergeable, merged_headers, parse_ipv4, segment_count, tcp_segment_range, tcp_tsval, write_segment,
+    Ipv4Info, Mergeable, PROTO_TCP, PROTO_UDP,
 };
 use crate::records::{Msg, RecordBatcher};
 use crate::sys::{self, Clock};
@@ -318,6 +318,9 @@ pub struct PathStats {
     /// Writes that carried several segments merged (GRO-like), and the segments they carried.
     pub merged_writes: u64,
     pub merged_packets: u64,
+    /// How long kernel TCP segments waited in their sending host before this thread read
+    /// them ([`InputWait`]): a histogram in whole ms, per wire packet.
+    pub input_wait_ms: Vec<u64>,
 }
 
 impl PathStats {
@@ -326,6 +329,12 @@ impl PathStats {
     pub fn error_quantile_us(&self, q: f64) -> f64 {
         let abs = self.late_us.iter().zip(&self.early_us).map(|(l, e)| l + e);
         quantile(abs.enumerate().map(|(i, c)| (i as f64, c)), q)
+    }
+
+    /// The q-quantile of the time kernel TCP segments waited in their sending host before the
+    /// thread read them, whole ms, to ±1 ms (NaN when no segment carried a timestamp).
+    pub fn input_wait_quantile_ms(&self, q: f64) -> f64 {
+        quantile(self.input_wait_ms.iter().enumerate().map(|(i, &c)| (i as f64, c)), q)
     }
 
     /// The q-quantile of the signed delay error, whole µs (rounded toward zero; negative:
@@ -359,6 +368,36 @@ fn quantile(hist: impl Iterator<Item = (f64, u64)> + Clone, q: f64) -> f64 {
 /// Histogram range for the delay error, µs; beyond it everything lands in the last bucket.
 const ERROR_BUCKETS: usize = 100_000;
 
+/// Histogram range for the input wait, ms.
+const WAIT_BUCKETS: usize = 10_000;
+
+/// How long a kernel TCP segment waited in its sending host before the path thread read it,
+/// from its timestamp option. Its TSval is the sender's clock in ms (plus a per-connection
+/// offset) when TCP sent it, so the read time less TSval is a constant plus the wait; the
+/// least of it over a flow's segments is the wait-free constant, and each segment's excess
+/// over that is its wait, to the ms. The delay error does not see this: the link model starts
+/// a packet's clock when the thread reads it. A path thread that cannot keep up with its
+/// input leaves the excess queued in the sending kernel (its device queue), and this is
+/// where it shows.
+#[derive(Clone, Debug)]
+struct InputWait {
+    /// Per flow: the least read time (ms) − TSval seen so far (wrapping, as TSval does).
+    base: Vec<Option<u32>>,
+}
+
+impl InputWait {
+    /// A segment (or `n` cut from one super-packet) of `flow` stamped `tsval`, read at `now_ns`:
+    /// its wait in ms.
+    fn observe(&mut self, flow: usize, now_ns: u64, tsval: u32) -> u32 {
+        let d = ((now_ns / 1_000_000) as u32).wrapping_sub(tsval);
+        let base = self.base[flow].get_or_insert(d);
+        if (d.wrapping_sub(*base) as i32) < 0 {
+            *base = d;
+        }
+        d.wrapping_sub(*base)
+    }
+}
+
 pub(crate) struct Path<'a> {
     cfg: PathConfig,
     input: &'a Tun,
@@ -376,6 +415,7 @@ pub(crate) struct Path<'a> {
     next_uid: u64,
     /// Highest TCP sequence number sent per flow (None before the first segment).
     snd_max: Vec<Option<u32>>,
+    input_wait: InputWait,
     /// Reused buffer for packets leaving the bottleneck together.
     departures: Vec<Pkt>,
     /// Reused buffer for packets the bottleneck drops.
@@ -428,12 +468,14 @@ impl<'a> Path<'a> {
             wrote_any: false,
             next_uid: 0,
             snd_max: vec![None; n],
+            input_wait: InputWait { base: vec![None; n] },
             departures: Vec::new(),
             dropped: Vec::new(),
             records: RecordBatcher::new(tx),
             stats: PathStats {
                 late_us: vec![0; ERROR_BUCKETS],
                 early_us: vec![0; ERROR_BUCKETS],
+                input_wait_ms: vec![0; WAIT_BUCKETS],
                 ..Default::default()
             },
             train: Vec::new(),
@@ -496,6 +538,12 @@ impl<'a> Path<'a> {
             return;
         }
         let transport = self.cfg.flows.transports.get(flow as usize).copied();
+        if transport == Some(Transport::Tcp) {
+            if let Some(tsval) = tcp_tsval(pkt, &info) {
+                let wait = self.input_wait.observe(flow as usize, now, tsval) as usize;
+                self.stats.input_wait_ms[wait.min(WAIT_BUCKETS - 1)] += n as u64;
+            }
+        }
         let udp = (transport == Some(Transport::CclabUdp)).then(|| &pkt[info.ihl..info.total_len]);
         let udp_retx = udp.is_some_and(crate::udp::is_retransmission);
         let udp_seq = udp.map_or(0, crate::udp::sequence_field);
@@ -1192,5 +1240,28 @@ pub(crate) fn run_paths(
             let _ = tx.send(Msg::Failed(format!("the {} path stopped: {e}", names.join("/"))));
             (vec![PathStats::default(); n], ThreadStats::default())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_input_wait_is_a_segments_excess_over_the_least_read_time_less_tsval() {
+        const MS: u64 = 1_000_000;
+        let mut w = InputWait { base: vec![None; 2] };
+        // The sender's TSval: its clock in ms plus an offset that makes it wrap within the run.
+        let ts = |sent_ms: u64| (sent_ms as u32).wrapping_add(u32::MAX - 5);
+        assert_eq!(w.observe(0, 10 * MS, ts(10)), 0, "the first sets the base");
+        assert_eq!(w.observe(0, 25 * MS + 400_000, ts(20)), 5, "sent at 20 ms, read at 25.4");
+        assert_eq!(w.observe(0, 40 * MS, ts(40)), 0);
+        // A read that finds the base lower (the sender's tick ahead of the reader's) lowers it:
+        // the waits after count from there.
+        assert_eq!(w.observe(0, 50 * MS, ts(51)), 0);
+        assert_eq!(w.observe(0, 62 * MS, ts(60)), 3);
+        // Each flow has its own base (its own offset).
+        assert_eq!(w.observe(1, 70 * MS, 7), 0);
+        assert_eq!(w.observe(1, 80 * MS, 12), 5);
     }
 }

@@ -158,7 +158,33 @@ pub struct EmuStats {
     pub captured: u64,
 }
 
+/// Kernel TCP segments that waited longer than this (p99, ms) in their sending host before the
+/// path thread read them say the emulator did not keep up with its input (the measure is to
+/// the ms, so 0–1 is every run's).
+pub const INPUT_WAIT_WARNING_MS: f64 = 2.0;
+
 impl EmuStats {
+    /// The p99 over both directions of the time kernel TCP segments waited in their sending
+    /// host before the path thread read them, ms (`PathStats::input_wait_quantile_ms`); NaN
+    /// when no segment carried a timestamp.
+    pub fn input_wait_p99_ms(&self) -> f64 {
+        self.forward.input_wait_quantile_ms(0.99).max(self.reverse.input_wait_quantile_ms(0.99))
+    }
+
+    /// A warning when that wait exceeded [`INPUT_WAIT_WARNING_MS`]: the link model's clock
+    /// starts at the read, so the run's round trips were longer than the model's by it, which
+    /// the delay error does not show.
+    pub fn input_wait_warning(&self) -> Option<String> {
+        let wait = self.input_wait_p99_ms();
+        (wait > INPUT_WAIT_WARNING_MS).then(|| {
+            format!(
+                "1% of the kernel flows' packets waited {wait:.0} ms or more in the sending host before the \
+                 emulator read them (it did not keep up with what they sent: a link faster than it can \
+                 carry here, or a busy machine); their round trips were longer than the link model's by that"
+            )
+        })
+    }
+
     /// CPU time of the path threads, ns.
     pub fn path_cpu_ns(&self) -> u64 {
         self.threads.iter().map(|t| t.cpu_ns).sum()

@@ -135,6 +135,12 @@ fn kernel_cubic_on_a_12_mbps_link() {
     let tcp = &out.emu.flows[0].tcp;
     assert!(tcp.min_rtt_us() >= 20_000 && tcp.min_rtt_us() < 23_000, "kernel min RTT {} µs", tcp.min_rtt_us());
     assert!(out.emu.flows[0].app.bytes > 3_000_000);
+    // Both directions' segments carry Linux's timestamps, and at 12 Mbit/s the thread reads
+    // them as they come: their wait before the read is the measure's own millisecond.
+    for p in [&out.emu.forward, &out.emu.reverse] {
+        let wait = p.input_wait_quantile_ms(0.5);
+        assert!(wait <= 1.0, "median wait before the read {wait} ms");
+    }
 }
 
 #[test]

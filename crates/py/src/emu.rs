@@ -93,6 +93,9 @@ fn warn_if_late(py: Python<'_>, out: &EmuOutput) -> PyResult<()> {
     if let Some(w) = &out.emu.capacity_warning {
         PyErr::warn(py, &category, &std::ffi::CString::new(w.as_str()).expect("no NUL"), 1)?;
     }
+    if let Some(w) = out.emu.input_wait_warning() {
+        PyErr::warn(py, &category, &std::ffi::CString::new(w).expect("no NUL"), 1)?;
+    }
     let late = out.emu.forward.error_quantile_us(0.99).max(out.emu.reverse.error_quantile_us(0.99));
     if late > LATE_WARNING_US {
         let msg = format!(
@@ -120,6 +123,8 @@ fn to_dict<'py>(py: Python<'py>, scenario: &Scenario, out: EmuOutput) -> PyResul
         stats.set_item(format!("{name}_early_max_us"), p.early_max_ns as f64 / 1e3)?;
         stats.set_item(format!("{name}_device_drops"), p.device_drops)?;
         stats.set_item(format!("{name}_unclassified"), p.unclassified)?;
+        // How long kernel TCP segments waited in the sending host before the emulator read them.
+        stats.set_item(format!("{name}_input_wait_p99_ms"), p.input_wait_quantile_ms(0.99))?;
     }
     stats.set_item("realtime", emu.forward.realtime)?;
     // What the emulator cost: its path threads (forwarding, and the receiving kernels' work
