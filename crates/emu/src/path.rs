@@ -386,8 +386,8 @@ struct InputWait {
 }
 
 impl InputWait {
-    /// A segment (or `n` cut from one super-packet) of `flow` stamped `tsval`, read at `now_ns`:
-    /// its wait in ms.
+    /// A segment (or a super-packet: its segments share one stamp) of `flow` stamped `tsval`,
+    /// read at `now_ns`: its wait in ms.
     fn observe(&mut self, flow: usize, now_ns: u64, tsval: u32) -> u32 {
         let d = ((now_ns / 1_000_000) as u32).wrapping_sub(tsval);
         let base = self.base[flow].get_or_insert(d);
