@@ -28,7 +28,8 @@ What is printed, per case:
   difference is what the emulator itself adds (TUN queues, late writes, host stacks). Also the
   kernel's minimum RTT against the nominal 20 ms;
 - delay error: arrival minus model arrival of every packet the emulator wrote, p50/p99/max,
-  data and ACK direction;
+  data and ACK direction; and what it cannot see, the p99 of how long kernel segments waited in
+  the sending host before the emulator read them (from their TCP timestamps, to the ms);
 - accounting: sent, delivered, recorded drops by cause, in flight at the end, and the drops the
   kernels made before the emulator could see a packet (TUN counters);
 - CPU: the path thread's CPU time over the run (% of one CPU) and the whole process's, and the
@@ -80,6 +81,8 @@ def one_run(rate_mbps: float, seconds: int, flows: int) -> dict[str, float]:
         "data_late_p50_us": st["data_late_p50_us"],
         "data_late_p99_us": st["data_late_p99_us"],
         "ack_late_p99_us": st["ack_late_p99_us"],
+        # What the delay error cannot see: the wait in the sending host before the read.
+        "input_wait_p99_ms": st["data_input_wait_p99_ms"],
         "path_cpu_pct": st["emu_path_cpu_pct"],
         "process_cpu_pct": st["emu_process_cpu_pct"],
         "capacity_mbps": st["emu_capacity_mbps"],
