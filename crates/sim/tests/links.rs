@@ -159,15 +159,6 @@ fn receive_window_caps_bytes_in_flight() {
     assert_eq!(out.metrics.total.packets_dropped, 0);
 }
 
-/// A mahimahi trace file in the temporary folder, one opportunity time (ms) per line; removed
-/// when the returned path is dropped.
-fn trace_file(name: &str, ms: &[u64]) -> tempfile::TempPath {
-    let text: String = ms.iter().map(|t| format!("{t}\n")).collect();
-    let file = tempfile::Builder::new().prefix(&format!("cclab-{name}-")).suffix(".trace").tempfile().unwrap();
-    std::fs::write(file.path(), text).unwrap();
-    file.into_temp_path()
-}
-
 #[test]
 fn acks_queue_behind_the_reverse_trace() {
     use cclab_core::record::{Fate, PacketKind};

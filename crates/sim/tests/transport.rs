@@ -2,7 +2,7 @@
 
 mod common;
 use cclab_core::record::{Fate, PacketKind};
-use common::{run, scenario};
+use common::{run, scenario, trace_file};
 
 /// The Pantheon's local test with a late flow (scenarios/pantheon-3flows.toml, shortened): an
 /// unbounded queue that a Cubic flow has filled to seconds of delay, and a second flow that
@@ -184,8 +184,7 @@ fn bbr_starts_from_the_handshakes_min_rtt() {
 /// sequence that the sender sent at one instant and that reached the receiver together, (how
 /// many, how many an ACK split: an ACK sent as they arrived acknowledging the first alone).
 fn pairs_split_by_an_ack(gro: bool) -> (usize, usize) {
-    let trace = tempfile::Builder::new().prefix("cclab-pairs-").suffix(".trace").tempfile().unwrap();
-    std::fs::write(trace.path(), "1\n1\n").unwrap();
+    let trace = trace_file("pairs", &[1, 1]);
     let out = run(
         &scenario(&format!(
             r#"
@@ -199,7 +198,7 @@ fn pairs_split_by_an_ack(gro: bool) -> (usize, usize) {
             [transport]
             gro = {gro}
             "#,
-            trace.path().display().to_string()
+            trace.display().to_string()
         )),
         true,
     );

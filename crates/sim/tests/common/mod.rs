@@ -33,3 +33,12 @@ pub fn assert_conserved(out: &RunOutput) {
     assert_eq!(t.packets_delivered, s.data_delivered);
     assert_eq!(t.packets_dropped, s.data_dropped);
 }
+
+/// A mahimahi trace file in the temporary folder, one opportunity time (ms) per line; removed
+/// when the returned path is dropped.
+pub fn trace_file(name: &str, ms: &[u64]) -> tempfile::TempPath {
+    let text: String = ms.iter().map(|t| format!("{t}\n")).collect();
+    let file = tempfile::Builder::new().prefix(&format!("cclab-{name}-")).suffix(".trace").tempfile().unwrap();
+    std::fs::write(file.path(), text).unwrap();
+    file.into_temp_path()
+}
