@@ -3,11 +3,20 @@
 //! Before the clock starts, a burst of full-size UDP datagrams goes from the sender's namespace
 //! through the path's own operations — a read from the sender's TUN, a write to the receiver's
 //! (which runs the receiving kernel's stack inside the write, as in the run) — and the CPU time
-//! of those reads and writes gives the packets per second one CPU can forward. That is one read
-//! per packet: TCP flows, whose super-packets are read many segments at a time, cost less per
-//! packet, so the figure is a conservative ceiling for them. A link asking for more than the
-//! ceiling cannot be emulated faithfully (the path falls behind and its packets leave late);
-//! the run says so with the figure ([`Capacity::warning`]).
+//! of those reads and writes gives the packets per second one CPU can forward. A link asking
+//! for more than that cannot be emulated faithfully (the path falls behind and its packets
+//! leave late); the run says so with the figure ([`Capacity::warning`]).
+//!
+//! The figure is an upper bound, not a forecast, for kernel TCP: on the VM of
+//! crates/emu/README.md it read 12–13 Gbit/s where kernel Cubic through a 10 Gbit/s × 10 ms link
+//! got 5.5–6.8, its flow paying what the probe does not (the sending kernel's ACK processing and
+//! new segments inside the ACK writes, the model's work per segment, and the packets the
+//! delay holds: with 1 ms instead of 10 the same link carried 8.0 Gbit/s, the path thread at
+//! the same 90 % of a CPU). A probe that carried kernel TCP itself through the run's path code,
+//! with no delay or bottleneck, read 15 Gbit/s there, further off still (tried and dropped):
+//! only a path with the run's delay predicts the run, and that is the run. What tells,
+//! afterwards, is the input wait (`path::InputWait`): how long kernel TCP's segments waited in
+//! their host.
 
 use crate::run::BASE_PORT;
 use crate::sys;
@@ -52,8 +61,9 @@ impl Capacity {
         (ceiling.is_finite() && asked > ceiling).then(|| {
             format!(
                 "the link asks for {asked:.0} Mbit/s but this machine forwarded 1500-byte packets at \
-                 {ceiling:.0} Mbit/s at start-up (one read and one write each; TCP's super-packets \
-                 cost less): the emulator may fall behind the link, and its timing error says by how much"
+                 {ceiling:.0} Mbit/s at start-up (one read and one write each, an upper bound for kernel \
+                 TCP): the emulator will fall behind the link, and its timing error and input wait say \
+                 by how much"
             )
         })
     }
