@@ -18,8 +18,8 @@ const LINE: usize = 64;
 /// lines; `bytes` at most its size). Each line's address is `r`'s plus a constant, so no hint
 /// waits on a load.
 #[inline(always)]
-pub fn prefetch_bytes<T>(r: &T, bytes: usize) {
-    debug_assert!(bytes <= std::mem::size_of::<T>());
+pub fn prefetch_bytes<T: ?Sized>(r: &T, bytes: usize) {
+    debug_assert!(bytes <= std::mem::size_of_val(r));
     let start = (r as *const T).cast::<u8>();
     let mut off = 0;
     while off < bytes {
