@@ -9,10 +9,11 @@
 //!
 //! The figure is an upper bound, not a forecast, for kernel TCP: on the VM of
 //! crates/emu/README.md it read 12–13 Gbit/s where kernel Cubic through a 10 Gbit/s × 10 ms link
-//! got 5.5–6.8, its flow paying what the probe does not (the sending kernel's ACK processing and
+//! got 6.8–7.6, its flow paying what the probe does not (the sending kernel's ACK processing and
 //! new segments inside the ACK writes, the model's work per segment, and the packets the
-//! delay holds: with 1 ms instead of 10 the same link carried 8.0 Gbit/s, the path thread at
-//! the same 90 % of a CPU). A probe that carried kernel TCP itself through the run's path code,
+//! delay holds: before their slots were prefetched whole, the same link carried 5.9–6.2
+//! Gbit/s with 10 ms of delay and 8.0 with 1 ms, the path thread at 90 % of a CPU in both). A
+//! probe that carried kernel TCP itself through the run's path code,
 //! with no delay or bottleneck, read 15 Gbit/s there, further off still (tried and dropped):
 //! only a path with the run's delay predicts the run, and that is the run. What tells,
 //! afterwards, is the input wait (`path::InputWait`): how long kernel TCP's segments waited in
