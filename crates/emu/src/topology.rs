@@ -16,8 +16,13 @@ use std::net::Ipv4Addr;
 pub const SENDER_IP: Ipv4Addr = Ipv4Addr::new(10, 64, 0, 1);
 pub const RECEIVER_IP: Ipv4Addr = Ipv4Addr::new(10, 64, 0, 2);
 const MTU: i32 = 1500;
-/// Packets the sending kernel may queue for the emulator before it drops: far more than a
-/// flow keeps in the device (TCP small queues allow ~1 ms), enough for a UDP burst.
+/// Packets the sending kernel may queue for the emulator before it drops: enough for a UDP
+/// burst, and far more than a flow keeps there while the emulator keeps up. TCP small queues
+/// do not hold a flow back here: the TUN device orphans each packet it queues
+/// (`tun_net_xmit`), so the sending socket is charged for none of it, and where the emulator
+/// cannot keep up only the flow's window bounds its backlog (10 Gbit/s on the VM of
+/// crates/emu/README.md: tens of ms, the run's input wait; sixteen flows filled all 10,000
+/// and the device dropped, `tun_sender_tx_dropped`).
 const TXQUEUELEN: i32 = 10_000;
 
 /// Sysctls of both namespaces: IPv6 off (no router solicitations or link-local chatter on the
