@@ -13,11 +13,10 @@
 //! new segments inside the ACK writes, the model's work per segment, and the packets the
 //! delay holds: before their slots were prefetched whole, the same link carried 5.9–6.2
 //! Gbit/s with 10 ms of delay and 8.0 with 1 ms, the path thread at 90 % of a CPU in both). A
-//! probe that carried kernel TCP itself through the run's path code,
-//! with no delay or bottleneck, read 15 Gbit/s there, further off still (tried and dropped):
-//! only a path with the run's delay predicts the run, and that is the run. What tells,
-//! afterwards, is the input wait (`path::InputWait`): how long kernel TCP's segments waited in
-//! their host.
+//! probe that carried kernel TCP itself through the run's path code, with no delay or
+//! bottleneck, read 15 Gbit/s there, further off still (tried and dropped): only a path with
+//! the run's delay predicts the run, and that is the run. What tells, afterwards, is the input
+//! wait (`path::InputWait`): how long kernel TCP's segments waited in their host.
 
 use crate::run::BASE_PORT;
 use crate::sys;
