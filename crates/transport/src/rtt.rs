@@ -8,6 +8,23 @@ const RTO_INIT: Time = SEC;
 /// RFC 6298 §2.4's clock granularity G.
 const RFC6298_G: Time = 1_000_000;
 
+/// What one ACK measures, as Linux's tcp_clean_rtx_queue takes it: the time since the oldest
+/// segment it newly acknowledges was sent (`first`, seq_rtt_us, which Linux smooths into srtt and
+/// the RTO) and since the newest (`last`, ca_rtt_us: the minimum RTT and the sample congestion
+/// control sees). A delayed ACK of two segments paced 12 ms apart makes them differ by 12 ms.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AckRtt {
+    pub first: Time,
+    pub last: Time,
+}
+
+impl AckRtt {
+    /// One segment, or a handshake: both the same.
+    pub fn single(rtt: Time) -> AckRtt {
+        AckRtt { first: rtt, last: rtt }
+    }
+}
+
 /// RTT estimation and the retransmission timeout, as Linux computes them or as RFC 6298 does.
 #[derive(Clone, Debug)]
 pub struct RttEstimator {
@@ -41,18 +58,20 @@ impl RttEstimator {
         }
     }
 
-    /// One RTT sample, from the ACK of packet `acked_id` while `next_id` is the next id to send
-    /// (Linux's snd_una and snd_nxt, which bound its per-window mdev_max).
-    pub fn sample(&mut self, rtt: Time, acked_id: u64, next_id: u64) {
-        let rtt = rtt.max(1);
+    /// One ACK's RTT samples, from the ACK of packet `acked_id` while `next_id` is the next id
+    /// to send (Linux's snd_una and snd_nxt, which bound its per-window mdev_max).
+    pub fn sample(&mut self, rtt: AckRtt, acked_id: u64, next_id: u64) {
+        let (first, last) = (rtt.first.max(1), rtt.last.max(1));
         match self.model {
-            RtoModel::Linux => self.sample_linux(rtt, acked_id, next_id),
-            RtoModel::Rfc6298 => self.sample_rfc6298(rtt),
+            RtoModel::Linux => self.sample_linux(first, acked_id, next_id),
+            // One timed segment per ACK, the newest (RFC 9002's latest_rtt).
+            RtoModel::Rfc6298 => self.sample_rfc6298(last),
         }
+        // tcp_update_rtt_min and rs->rtt_us take ca_rtt_us.
         let s = &mut self.stats;
-        s.min = if s.has_sample { s.min.min(rtt) } else { rtt };
+        s.min = if s.has_sample { s.min.min(last) } else { last };
         s.has_sample = true;
-        s.latest = rtt;
+        s.latest = last;
         self.backoff = 0;
     }
 
@@ -148,17 +167,17 @@ mod tests {
     fn rfc6298_updates_and_backoff() {
         let mut e = RttEstimator::new(RtoModel::Rfc6298, 200 * MS, 60 * SEC);
         assert_eq!(e.rto(), SEC, "initial RTO is 1 s");
-        e.sample(100 * MS, 0, 1);
+        e.sample(AckRtt::single(100 * MS), 0, 1);
         assert_eq!((e.stats.smoothed, e.stats.rttvar), (100 * MS, 50 * MS));
         assert_eq!(e.rto(), 300 * MS);
-        e.sample(200 * MS, 1, 2);
+        e.sample(AckRtt::single(200 * MS), 1, 2);
         // rttvar = 3/4·50 + 1/4·|100−200| = 62.5; srtt = 7/8·100 + 1/8·200 = 112.5
         assert_eq!(e.stats.rttvar, 62_500_000);
         assert_eq!(e.stats.smoothed, 112_500_000);
         e.back_off();
         e.back_off();
         assert_eq!(e.rto(), 4 * (112_500_000 + 250 * MS));
-        e.sample(20 * MS, 2, 3);
+        e.sample(AckRtt::single(20 * MS), 2, 3);
         assert!(e.rto() >= 200 * MS, "min RTO holds");
     }
 
@@ -168,10 +187,10 @@ mod tests {
     fn linux_first_sample_is_srtt_plus_max_of_2rtt_and_rto_min() {
         let mut e = RttEstimator::new(RtoModel::Linux, 200 * MS, 120 * SEC);
         assert_eq!(e.rto(), SEC, "TCP_TIMEOUT_INIT before any sample");
-        e.sample(20 * MS, 0, 10);
+        e.sample(AckRtt::single(20 * MS), 0, 10);
         assert_eq!(e.rto(), 220 * MS);
         let mut e = RttEstimator::new(RtoModel::Linux, 200 * MS, 120 * SEC);
-        e.sample(300 * MS, 0, 10);
+        e.sample(AckRtt::single(300 * MS), 0, 10);
         assert_eq!(e.rto(), 900 * MS, "3·rtt when 2·rtt exceeds rto_min");
     }
 
@@ -181,14 +200,14 @@ mod tests {
     #[test]
     fn linux_damps_falling_rtt_samples() {
         let mut e = RttEstimator::new(RtoModel::Linux, 200 * MS, 120 * SEC);
-        e.sample(100 * MS, 0, 10);
+        e.sample(AckRtt::single(100 * MS), 0, 10);
         // mdev = 200 ms. err = 20 − 100 = −80 ms: −err − mdev/4 = 80 − 50 = 30 > 0 → 30/8.
-        e.sample(20 * MS, 1, 10);
+        e.sample(AckRtt::single(20 * MS), 1, 10);
         assert_eq!(e.mdev, (200 * MS + 30 * MS / 8) as i64);
         assert_eq!(e.stats.smoothed, 90 * MS);
         // Rising samples move mdev by a quarter of (|err| − mdev/4), as RFC 6298's rttvar.
         let before = e.mdev;
-        e.sample(190 * MS, 2, 10); // err = +100 ms
+        e.sample(AckRtt::single(190 * MS), 2, 10); // err = +100 ms
         assert_eq!(e.mdev, before + (100 * MS) as i64 - before / 4);
     }
 
@@ -198,7 +217,7 @@ mod tests {
     fn linux_rto_floor_and_backoff_cap() {
         let mut e = RttEstimator::new(RtoModel::Linux, 200 * MS, 120 * SEC);
         for i in 0..200 {
-            e.sample(10 * MS, i, i + 1);
+            e.sample(AckRtt::single(10 * MS), i, i + 1);
         }
         assert_eq!(e.rto(), 210 * MS, "srtt + rto_min once the deviation is gone");
         for _ in 0..20 {

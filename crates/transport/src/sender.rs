@@ -1,7 +1,7 @@
 use crate::handshake::Handshake;
 use crate::prr::Prr;
 use crate::push::Writes;
-use crate::rtt::RttEstimator;
+use crate::rtt::{AckRtt, RttEstimator};
 use crate::{AckFrame, DataPacket};
 use cclab_cc::{
     AckEvent, AckedPacket, CaState, CcContext, CcTag, CongestionControl, CongestionEvent, LossCause, LostPacket,
@@ -450,7 +450,7 @@ impl Sender {
         if self.handshake.take().is_none() {
             return;
         }
-        self.rtt.sample(now.saturating_sub(echo), self.next_id, self.next_id);
+        self.rtt.sample(AckRtt::single(now.saturating_sub(echo)), self.next_id, self.next_id);
         self.start(now);
     }
 
@@ -831,6 +831,8 @@ impl Sender {
         self.acked_buf.clear();
         self.lost_buf.clear();
         let mut newest: Option<(u64, Sent)> = None;
+        // Linux's first_ackt / first_sackt: when the oldest of them was sent.
+        let mut oldest_sent = Time::MAX;
         let mut newly_acked_bytes = 0;
         // Packets newly delivered, acked or SACKed (Linux's newly_acked_sacked).
         let mut newly_delivered = 0;
@@ -867,6 +869,7 @@ impl Sender {
                 self.delivered += p.len as u64;
                 newly_delivered += 1;
                 self.delivered_time = now;
+                oldest_sent = oldest_sent.min(p.send_time);
                 if newest.is_none_or(|(nid, n)| (p.send_time, id) > (n.send_time, nid)) {
                     newest = Some((id, p));
                 }
@@ -888,7 +891,8 @@ impl Sender {
             self.tlp_high = None;
         }
         if Some(newest_id) == self.largest_acked {
-            self.rtt.sample(now - newest_pkt.send_time, newest_id, self.next_id);
+            let rtt = AckRtt { first: now - oldest_sent, last: now - newest_pkt.send_time };
+            self.rtt.sample(rtt, newest_id, self.next_id);
         }
         if spurious_rto && self.ca_state == CaState::Loss {
             self.undo_rto(now);

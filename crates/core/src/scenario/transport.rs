@@ -18,9 +18,12 @@ pub enum RtoModel {
     /// Linux (net/ipv4/tcp_input.c, tcp_rtt_estimator and tcp_set_rto): rto = srtt +
     /// max(mdev, rto_min), where mdev is 4·rttvar with Linux's damped update for falling
     /// RTTs and is held at its largest value over the last window of data (mdev_max_us).
+    /// Each ACK's sample is the time since the oldest segment it newly acknowledges was sent
+    /// (seq_rtt_us from first_ackt in tcp_clean_rtx_queue).
     #[default]
     Linux,
-    /// RFC 6298 §2: rto = max(srtt + max(G, 4·rttvar), rto_min), with G = 1 ms.
+    /// RFC 6298 §2: rto = max(srtt + max(G, 4·rttvar), rto_min), with G = 1 ms, smoothing
+    /// the newest newly acknowledged segment's RTT.
     Rfc6298,
 }
 

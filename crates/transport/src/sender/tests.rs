@@ -353,6 +353,26 @@ fn a_late_ack_below_the_largest_acked_changes_nothing() {
 // Retransmission timer.
 
 #[test]
+fn an_ack_of_two_segments_smooths_the_older_ones_rtt_and_keeps_the_newer_as_the_minimum() {
+    // tcp_clean_rtx_queue: "seq_rtt_us = tcp_stamp_us_delta(tp->tcp_mstamp, first_ackt);
+    // ca_rtt_us = tcp_stamp_us_delta(tp->tcp_mstamp, last_ackt);" — tcp_ack_update_rtt feeds
+    // seq_rtt_us to tcp_rtt_estimator (srtt, the RTO) and ca_rtt_us to tcp_update_rtt_min and
+    // rs->rtt_us. A delayed ACK for two segments paced 12 ms apart, 100 ms after the second:
+    let mut h = Harness::new(100);
+    h.send(0, 1);
+    h.send(12 * MS, 1);
+    h.ack(112 * MS, &[(0, 2)]);
+    let rtt = h.s.rtt();
+    assert_eq!((rtt.smoothed, rtt.latest, rtt.min), (112 * MS, 100 * MS, 100 * MS));
+    // RFC 6298's estimator times one segment per ACK, the newest.
+    let mut h = Harness::with(100, SenderConfig { rto: RtoModel::Rfc6298, ..Default::default() });
+    h.send(0, 1);
+    h.send(12 * MS, 1);
+    h.ack(112 * MS, &[(0, 2)]);
+    assert_eq!(h.s.rtt().smoothed, 100 * MS);
+}
+
+#[test]
 fn rto_is_srtt_plus_four_rttvar_clamped_by_min_rto_and_doubles_on_backoff() {
     // RFC 6298 §2.2–2.4 (RTO = SRTT + max(G, 4·RTTVAR), at least the minimum RTO), §5.5 (back
     // off by doubling), §5.1 (armed when data is sent and the timer is not running), as
