@@ -35,7 +35,9 @@ pub mod tun;
 pub mod udp;
 pub mod wrapper;
 
-pub use run::{preflight, run, EmuError, EmuOptions, EmuOutput, EmuStats, FlowEnd};
+pub use run::{
+    one_cpu_suffices, preflight, run, Cpus, EmuError, EmuOptions, EmuOutput, EmuStats, FlowEnd, ONE_CPU_MAX_BPS,
+};
 pub use scheme::EmuScheme;
 
 use cclab_core::scenario::{attribute_to_overrides, Scenario, ScenarioErrors, Source};

@@ -2,7 +2,7 @@
 //! debugging the engine. Researchers use `cclab run --engine emu`, which writes a run directory.
 //!
 //! ```text
-//! cclab-emu SCENARIO [--set KEY=VALUE]... [--log-packets] [--no-pin] [--two-threads] [--rt PRIO (0: off)] [--spin-us N] [--tolerance-us US] [--pcap FILE]
+//! cclab-emu SCENARIO [--set KEY=VALUE]... [--log-packets] [--no-pin] [--two-threads] [--rt PRIO (0: off)] [--spin-us N] [--tolerance-us US] [--cpus auto|one|spread] [--pcap FILE]
 //! ```
 //! (`cclab-emu --help` says more.)
 //! Prints the per-flow summary and the engine's own figures as `key = value` lines (easy to
@@ -10,7 +10,7 @@
 
 use cclab_core::metrics::FlowSummary;
 use cclab_core::record::{Fate, PacketKind};
-use cclab_emu::{EmuError, EmuOptions, EmuOutput};
+use cclab_emu::{Cpus, EmuError, EmuOptions, EmuOutput};
 use clap::Parser;
 use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
 use std::path::PathBuf;
@@ -65,6 +65,11 @@ struct Args {
     /// TCP flow that leave together into one GSO write (as a receiving NIC's GRO would).
     #[arg(long)]
     no_gro: bool,
+    /// Where the endpoints run: on the path thread's CPU (one), wherever the scheduler puts
+    /// them (spread), or one CPU for kernel flows on links up to 200 Mbit/s with a tolerance
+    /// (auto).
+    #[arg(long, value_name = "auto|one|spread", default_value = "auto")]
+    cpus: Cpus,
     /// Captures the packets at the senders' device into this pcapng file (headers and the
     /// payload's start, 128 bytes a packet).
     #[arg(long, value_name = "FILE")]
@@ -100,6 +105,7 @@ impl Args {
             tolerance_us: self.tolerance_us,
             rt_priority: (self.rt > 0).then_some(self.rt),
             single_thread: !self.two_threads,
+            cpus: self.cpus,
             receive_offload: !self.no_gro,
             trace: None,
             pcap: self.pcap,
@@ -240,12 +246,13 @@ fn report(out: &EmuOutput, prop_ns: u64) {
         );
     }
     println!(
-        "cpu: path_pct = {:.1}  process_pct = {:.1}  path_cpu_s = {:.3}  process_cpu_s = {:.3}  tolerance_us = {:.1}",
+        "cpu: path_pct = {:.1}  process_pct = {:.1}  path_cpu_s = {:.3}  process_cpu_s = {:.3}  tolerance_us = {:.1}  one_cpu = {}",
         out.emu.path_cpu_pct(),
         out.emu.process_cpu_pct(),
         out.emu.path_cpu_ns() as f64 / 1e9,
         out.emu.process_cpu_ns as f64 / 1e9,
-        out.emu.tolerance_ns as f64 / 1e3
+        out.emu.tolerance_ns as f64 / 1e3,
+        out.emu.one_cpu
     );
     println!("capacity_mbps = {:.0}", out.emu.capacity.mbps());
     println!("input_wait_p99_ms = {}", out.emu.input_wait_p99_ms());
@@ -313,6 +320,7 @@ mod tests {
             (opts.log_packets, opts.pin_threads, opts.spin_us, opts.tolerance_us, opts.rt_priority, opts.single_thread),
             (d.log_packets, d.pin_threads, d.spin_us, d.tolerance_us, d.rt_priority, d.single_thread)
         );
+        assert_eq!(opts.cpus, d.cpus);
     }
 
     #[test]
@@ -330,6 +338,8 @@ mod tests {
             "7",
             "--tolerance-us",
             "0",
+            "--cpus",
+            "one",
             "--set",
             "link.rate=24Mbps",
             "--set",
@@ -340,6 +350,7 @@ mod tests {
         assert_eq!(overrides["link.rate"], toml::Value::String("24Mbps".into()));
         assert!(opts.log_packets && !opts.pin_threads && !opts.single_thread);
         assert_eq!((opts.rt_priority, opts.spin_us, opts.tolerance_us), (None, 7, Some(0)));
+        assert_eq!(opts.cpus, Cpus::One);
         assert_eq!(parse(&["s.toml", "--rt", "-1"]).unwrap().2.rt_priority, None);
         assert_eq!(parse(&["s.toml", "--rt", "20"]).unwrap().2.rt_priority, Some(20));
     }
@@ -352,6 +363,7 @@ mod tests {
             &["s.toml", "--set", "novalue"],
             &["s.toml", "--rt", "x"],
             &["s.toml", "--spin-us"],
+            &["s.toml", "--cpus", "two"],
             &["s.toml", "--bogus"],
         ] {
             let e = parse(bad).unwrap_err();

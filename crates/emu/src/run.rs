@@ -62,6 +62,8 @@ pub struct EmuOptions {
     /// Serve both directions from one thread (it picks up ACKs while it waits for data
     /// departures) instead of one thread per direction.
     pub single_thread: bool,
+    /// Whether the endpoints share the path thread's CPU ([`Cpus`]).
+    pub cpus: Cpus,
     /// Merge a kernel TCP flow's segments that leave the path together into one GSO write
     /// to the receiver, as the receiving NIC's GRO would (each segment keeps its own record).
     pub receive_offload: bool,
@@ -88,11 +90,59 @@ impl Default for EmuOptions {
             tolerance_us: None,
             rt_priority: Some(10),
             single_thread: true,
+            cpus: Cpus::Auto,
             receive_offload: true,
             trace: None,
             pcap: None,
         }
     }
+}
+
+/// Where the run's threads go: the path thread, the kernel flows' applications (their TCP
+/// stacks run inside their system calls) and the record collector.
+///
+/// A thread woken from another CPU costs an inter-processor interrupt, and on a VM each is an
+/// exit to the host: at 100 Mbit/s most of the emulator's CPU went to them (crates/emu/README.md,
+/// "Where 100 Mbit/s spends it"). On one CPU the wake-ups are local. Measured (10 s runs, one
+/// CPU / two, default tolerance; "One CPU at low rates" there): one Cubic flow at 100 Mbit/s,
+/// the process at 20–26 / 42–46 % of a CPU (three alternated pairs), the delay error's p99
+/// 96–142 / 79–178 µs; at 200 Mbit/s 44 / 64 %, at 400 65 / 93 %, the p99s within 13 µs of
+/// each other; fifty-one flows at 100 Mbit/s 23 / 39 %. At 1 Gbit/s one CPU is not enough
+/// (581–878 Mbit/s carried), and with no tolerance (`tolerance_us = 0`, the fidelity suite's
+/// referee) the p99 doubled (87–89 µs against 39–50).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Cpus {
+    /// One CPU when [`one_cpu_suffices`] says so, else spread.
+    #[default]
+    Auto,
+    /// Every thread on the CPU the run starts on.
+    One,
+    /// The path thread on its CPU, the rest wherever the scheduler puts them.
+    Spread,
+}
+
+impl std::str::FromStr for Cpus {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Cpus, String> {
+        match s {
+            "auto" => Ok(Cpus::Auto),
+            "one" => Ok(Cpus::One),
+            "spread" => Ok(Cpus::Spread),
+            _ => Err(format!("{s:?}: expected auto, one or spread")),
+        }
+    }
+}
+
+/// The fastest link [`Cpus::Auto`] emulates on one CPU: half the rate one CPU carried a flow at
+/// with room to spare (above), for many flows and a busy machine.
+pub const ONE_CPU_MAX_BPS: u64 = 200_000_000;
+
+/// Whether [`Cpus::Auto`] runs on one CPU: a link of at most [`ONE_CPU_MAX_BPS`], only kernel
+/// TCP flows (whose applications' CPU use was measured; external programs' and cclab's own
+/// endpoints' is not known here), and a timing tolerance (with none, every packet's time
+/// counts and two CPUs keep it better).
+pub fn one_cpu_suffices(link_bps: u64, all_kernel: bool, tolerance_ns: u64) -> bool {
+    link_bps <= ONE_CPU_MAX_BPS && all_kernel && tolerance_ns > 0
 }
 
 #[derive(Debug)]
@@ -156,6 +206,8 @@ pub struct EmuStats {
     pub capacity_warning: Option<String>,
     /// Packets written to the capture file (`EmuOptions::pcap`; 0 without one).
     pub captured: u64,
+    /// Whether the run's threads shared one CPU ([`Cpus`]).
+    pub one_cpu: bool,
 }
 
 /// Kernel TCP segments that waited longer than this (p99, ms) in their sending host before the
@@ -386,6 +438,20 @@ pub fn run(
     let capacity = capacity::measure(&topo)
         .map_err(|e| EmuError::Failed(format!("measuring the forwarding capacity at start-up: {e}")))?;
     let link_bps = path.service.mean_rate().bits_per_sec();
+    let tolerance_ns = opts.tolerance_us.map_or_else(|| timing::tolerance_ns(link_bps), |us| us * 1000);
+    let all_kernel = plans.iter().all(|p| matches!(p.scheme, EmuScheme::Kernel(_)));
+    let one_cpu = match opts.cpus {
+        Cpus::One => true,
+        Cpus::Spread => false,
+        Cpus::Auto => one_cpu_suffices(link_bps, all_kernel, tolerance_ns),
+    };
+    // Held from before the first endpoint starts until every thread of the run has been
+    // joined: they all inherit its one-CPU mask.
+    let held = if one_cpu {
+        Some(sys::OneCpu::hold().map_err(|e| EmuError::Failed(format!("keeping the run on one CPU: {e}")))?)
+    } else {
+        None
+    };
     let (tx, rx) = mpsc::channel::<Msg>();
     let stop_paths = Stop::default();
     let stop_flows = Stop::default();
@@ -451,7 +517,6 @@ pub fn run(
 
     let mut flow_ends = vec![FlowEnd::default(); plans.len()];
     let spin_ns = opts.spin_us * 1000;
-    let tolerance_ns = opts.tolerance_us.map_or_else(|| timing::tolerance_ns(link_bps), |us| us * 1000);
     let line = StartLine::default();
     // The path threads check in here once they serve their devices (`drive`).
     let serving = StartLine::default();
@@ -720,6 +785,7 @@ pub fn run(
             None => Ok((fwd, rev, threads, logs)),
         }
     });
+    drop(held);
     drop(tx);
     // Everything the threads flushed on their way out.
     let mut late_failure = None;
@@ -776,6 +842,23 @@ pub fn run(
             capacity_warning: capacity.warning(link_bps),
             capacity,
             captured,
+            one_cpu,
         },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn auto_takes_one_cpu_for_slow_kernel_flows_with_a_tolerance_only() {
+        assert!(one_cpu_suffices(100_000_000, true, 75_000));
+        assert!(one_cpu_suffices(ONE_CPU_MAX_BPS, true, 1));
+        assert!(!one_cpu_suffices(ONE_CPU_MAX_BPS + 1, true, 75_000), "1 Gbit/s needs two");
+        assert!(!one_cpu_suffices(100_000_000, false, 75_000), "programs of unknown appetite");
+        assert!(!one_cpu_suffices(100_000_000, true, 0), "the referee's exact timing");
+        assert_eq!("one".parse::<Cpus>(), Ok(Cpus::One));
+        assert!("two".parse::<Cpus>().unwrap_err().contains("auto, one or spread"));
+    }
 }

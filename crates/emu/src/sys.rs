@@ -3,7 +3,7 @@
 
 use nix::errno::Errno;
 use nix::poll::{ppoll, PollFd, PollFlags};
-use nix::sched::{sched_setaffinity, CpuSet};
+use nix::sched::{sched_getaffinity, sched_setaffinity, CpuSet};
 use nix::sys::time::TimeSpec;
 use nix::time::{clock_gettime, clock_nanosleep, ClockId, ClockNanosleepFlags};
 use nix::unistd::Pid;
@@ -88,6 +88,32 @@ pub fn pin_to_cpu(cpu: usize) -> io::Result<()> {
     set.set(cpu)?;
     // Pid 0: the calling thread.
     Ok(sched_setaffinity(Pid::from_raw(0), &set)?)
+}
+
+/// Keeps the calling thread, and every thread and process it starts meanwhile (they inherit
+/// the mask), on the CPU it is running on; dropping it gives the calling thread back the CPUs
+/// it had (the emulator's caller may be a Python interpreter's main thread).
+pub struct OneCpu {
+    before: CpuSet,
+}
+
+impl OneCpu {
+    pub fn hold() -> io::Result<OneCpu> {
+        let before = sched_getaffinity(Pid::from_raw(0))?;
+        // SAFETY: sched_getcpu has no arguments.
+        let cpu = unsafe { libc::sched_getcpu() };
+        if cpu < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        pin_to_cpu(cpu as usize)?;
+        Ok(OneCpu { before })
+    }
+}
+
+impl Drop for OneCpu {
+    fn drop(&mut self) {
+        let _ = sched_setaffinity(Pid::from_raw(0), &self.before);
+    }
 }
 
 /// Gives the calling thread real-time (SCHED_FIFO) priority `prio`, so a woken path thread

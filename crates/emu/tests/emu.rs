@@ -233,6 +233,8 @@ fn a_slow_link_costs_little_cpu_and_stays_within_its_tolerance() {
     if !can_run() {
         return;
     }
+    // available_parallelism reads the calling thread's affinity mask.
+    let cpus_before = std::thread::available_parallelism().unwrap();
     let out = emulate(
         r#"
         duration = "3s"
@@ -246,6 +248,9 @@ fn a_slow_link_costs_little_cpu_and_stays_within_its_tolerance() {
     );
     conserved(&out);
     let emu = &out.emu;
+    // A kernel flow this slow runs on one CPU (`Cpus::Auto`), and the caller gets its CPUs back.
+    assert!(emu.one_cpu);
+    assert_eq!(std::thread::available_parallelism().unwrap(), cpus_before, "the caller's CPUs given back");
     // 12 Mbit/s: a packet every 1 ms, half of it is beyond the 80 µs cap.
     assert_eq!(emu.tolerance_ns, 80_000);
     let t = &emu.threads[0];

@@ -135,6 +135,8 @@ fn to_dict<'py>(py: Python<'py>, scenario: &Scenario, out: EmuOutput) -> PyResul
     stats.set_item("emu_process_cpu_pct", emu.process_cpu_pct())?;
     stats.set_item("emu_path_cpu_s", emu.path_cpu_ns() as f64 / 1e9)?;
     stats.set_item("emu_tolerance_us", emu.tolerance_ns as f64 / 1e3)?;
+    // Whether the endpoints shared the path thread's CPU (`cclab_emu::Cpus`).
+    stats.set_item("emu_one_cpu", emu.one_cpu)?;
     // The forwarding ceiling measured at start-up (Mbit/s of 1500-byte packets, one CPU).
     stats.set_item("emu_capacity_mbps", emu.capacity.mbps())?;
     // Drops inside the kernels, before the emulator could see the packet (should be 0).

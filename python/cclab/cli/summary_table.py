@@ -35,6 +35,8 @@ def summary_table(result: RunResult) -> Table:
         if cpu is not None:
             # Runs recorded before the emulator measured its own CPU use lack the figure.
             caption += f"; its path used {cpu:.0f}% of a CPU"
+            if result.stats.get("emu_one_cpu"):
+                caption += ", shared with the endpoints"
     else:
         caption = (
             f"{result.stats['events']:,} events in {result.stats['wall_secs']:.2f} s "
