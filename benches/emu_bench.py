@@ -8,7 +8,8 @@ figures as min / median / max:
 - 10 Gbit/s x 10 ms, one kernel:cubic flow (also 4 and 16): >= 5 Gbit/s, delay error p99 < 0.5 ms;
 - 1 Gbit/s x 10 ms: >= 950 Mbit/s goodput, emulator-added RTT <= 0.2 ms, zero unexplained drops
   (packets sent = delivered + recorded drops + still in flight);
-- 100 Mbit/s x 10 ms: the emulator's path thread <= 20 % of a CPU, delay error p99 < 0.1 ms.
+- 100 Mbit/s x 10 ms: the emulator's process <= 20 % of a CPU (issue 14; its path thread's
+  share printed beside it), delay error p99 < 0.1 ms.
 
 mahimahi side by side: when mm-delay and mm-link are found (on PATH, or where
 benches/mahimahi_build.sh installs them; --mahimahi DIR names a prefix, --no-mahimahi skips it),
