@@ -35,9 +35,7 @@ pub mod tun;
 pub mod udp;
 pub mod wrapper;
 
-pub use run::{
-    one_cpu_suffices, preflight, run, Cpus, EmuError, EmuOptions, EmuOutput, EmuStats, FlowEnd, ONE_CPU_MAX_BPS,
-};
+pub use run::{preflight, run, Cpus, EmuError, EmuOptions, EmuOutput, EmuStats, FlowEnd, ONE_CPU_MAX_BPS};
 pub use scheme::EmuScheme;
 
 use cclab_core::scenario::{attribute_to_overrides, Scenario, ScenarioErrors, Source};

@@ -112,7 +112,7 @@ impl Default for EmuOptions {
 /// referee) the p99 doubled (87–89 µs against 39–50).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Cpus {
-    /// One CPU when [`one_cpu_suffices`] says so, else spread.
+    /// One CPU when [`Cpus::one_cpu`] says so, else spread.
     #[default]
     Auto,
     /// Every thread on the CPU the run starts on.
@@ -137,12 +137,18 @@ impl std::str::FromStr for Cpus {
 /// with room to spare (above), for many flows and a busy machine.
 pub const ONE_CPU_MAX_BPS: u64 = 200_000_000;
 
-/// Whether [`Cpus::Auto`] runs on one CPU: a link of at most [`ONE_CPU_MAX_BPS`], only kernel
-/// TCP flows (whose applications' CPU use was measured; external programs' and cclab's own
-/// endpoints' is not known here), and a timing tolerance (with none, every packet's time
-/// counts and two CPUs keep it better).
-pub fn one_cpu_suffices(link_bps: u64, all_kernel: bool, tolerance_ns: u64) -> bool {
-    link_bps <= ONE_CPU_MAX_BPS && all_kernel && tolerance_ns > 0
+impl Cpus {
+    /// Whether the run goes on one CPU. [`Cpus::Auto`] takes one for a link of at most
+    /// [`ONE_CPU_MAX_BPS`], only kernel TCP flows (whose applications' CPU use was measured;
+    /// external programs' and cclab's own endpoints' is not known here), and a timing tolerance
+    /// (with none, every packet's time counts and two CPUs keep it better).
+    pub fn one_cpu(self, link_bps: u64, all_kernel: bool, tolerance_ns: u64) -> bool {
+        match self {
+            Cpus::One => true,
+            Cpus::Spread => false,
+            Cpus::Auto => link_bps <= ONE_CPU_MAX_BPS && all_kernel && tolerance_ns > 0,
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -440,18 +446,13 @@ pub fn run(
     let link_bps = path.service.mean_rate().bits_per_sec();
     let tolerance_ns = opts.tolerance_us.map_or_else(|| timing::tolerance_ns(link_bps), |us| us * 1000);
     let all_kernel = plans.iter().all(|p| matches!(p.scheme, EmuScheme::Kernel(_)));
-    let one_cpu = match opts.cpus {
-        Cpus::One => true,
-        Cpus::Spread => false,
-        Cpus::Auto => one_cpu_suffices(link_bps, all_kernel, tolerance_ns),
-    };
+    let one_cpu = opts.cpus.one_cpu(link_bps, all_kernel, tolerance_ns);
     // Held from before the first endpoint starts until every thread of the run has been
     // joined: they all inherit its one-CPU mask.
-    let held = if one_cpu {
-        Some(sys::OneCpu::hold().map_err(|e| EmuError::Failed(format!("keeping the run on one CPU: {e}")))?)
-    } else {
-        None
-    };
+    let held = one_cpu
+        .then(sys::OneCpu::hold)
+        .transpose()
+        .map_err(|e| EmuError::Failed(format!("keeping the run on one CPU: {e}")))?;
     let (tx, rx) = mpsc::channel::<Msg>();
     let stop_paths = Stop::default();
     let stop_flows = Stop::default();
@@ -853,11 +854,13 @@ mod tests {
 
     #[test]
     fn auto_takes_one_cpu_for_slow_kernel_flows_with_a_tolerance_only() {
-        assert!(one_cpu_suffices(100_000_000, true, 75_000));
-        assert!(one_cpu_suffices(ONE_CPU_MAX_BPS, true, 1));
-        assert!(!one_cpu_suffices(ONE_CPU_MAX_BPS + 1, true, 75_000), "1 Gbit/s needs two");
-        assert!(!one_cpu_suffices(100_000_000, false, 75_000), "programs of unknown appetite");
-        assert!(!one_cpu_suffices(100_000_000, true, 0), "the referee's exact timing");
+        let auto = |bps, kernel, tol| Cpus::Auto.one_cpu(bps, kernel, tol);
+        assert!(auto(100_000_000, true, 75_000));
+        assert!(auto(ONE_CPU_MAX_BPS, true, 1));
+        assert!(!auto(ONE_CPU_MAX_BPS + 1, true, 75_000), "1 Gbit/s needs two");
+        assert!(!auto(100_000_000, false, 75_000), "programs of unknown appetite");
+        assert!(!auto(100_000_000, true, 0), "the referee's exact timing");
+        assert!(Cpus::One.one_cpu(10_000_000_000, false, 0) && !Cpus::Spread.one_cpu(1, true, 1));
         assert_eq!("one".parse::<Cpus>(), Ok(Cpus::One));
         assert!("two".parse::<Cpus>().unwrap_err().contains("auto, one or spread"));
     }
