@@ -531,6 +531,9 @@ pub fn run(
         // cclab's UDP endpoints run just below the path threads' real-time priority; the kernel
         // flows' bulk applications need no timing of their own.
         let endpoint_rt = opts.rt_priority.map(|p| (p - 1).max(1));
+        // On one CPU the kernel flows' receiving applications run at the path thread's own
+        // priority, so that it can hand them the CPU after writing (`ThreadConfig`).
+        let receiver_rt = opts.rt_priority.filter(|_| one_cpu);
         let report = |tx: &mpsc::Sender<Msg>, what: String, e: std::io::Error| {
             let _ = tx.send(Msg::Failed(format!("{what}: {e}")));
         };
@@ -542,6 +545,11 @@ pub fn run(
                 i,
                 s.spawn(move || {
                     let buf = kernel_tcp::io_buffer();
+                    // Not allowed (no privilege): the path thread's yield then only costs a
+                    // system call.
+                    if let Some(p) = receiver_rt {
+                        let _ = sys::set_realtime(p);
+                    }
                     let clock = line.arrive();
                     kernel_tcp::receive(l, buf, clock, &stop).unwrap_or_else(|e| {
                         report(&tx, format!("flow {i} receiver"), e);
@@ -702,8 +710,14 @@ pub fn run(
             tx.clone(),
             tap_ref,
         );
-        let th =
-            ThreadConfig { spin_ns, tolerance_ns, pin: opts.pin_threads, rt_priority: opts.rt_priority, end: duration };
+        let th = ThreadConfig {
+            spin_ns,
+            tolerance_ns,
+            pin: opts.pin_threads,
+            rt_priority: opts.rt_priority,
+            yield_after_write: receiver_rt.is_some(),
+            end: duration,
+        };
         let mut path_threads = Vec::new();
         let groups = if opts.single_thread { vec![vec![forward, reverse]] } else { vec![vec![forward], vec![reverse]] };
         for group in groups {

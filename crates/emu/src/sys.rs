@@ -126,6 +126,14 @@ pub fn set_realtime(prio: i32) -> io::Result<()> {
     Ok(())
 }
 
+/// Lets the other runnable threads of the caller's real-time priority run before it goes on
+/// (ordinary threads still wait until it sleeps).
+pub fn yield_cpu() {
+    // nix has no sched_yield; it cannot fail on Linux.
+    // SAFETY: no arguments.
+    unsafe { libc::sched_yield() };
+}
+
 /// Keeps a real-time thread from starving the CPU's ordinary tasks. A SCHED_FIFO thread that
 /// uses more than 95 % of a CPU (`sched_rt_runtime_us`) gets stopped by the kernel for the
 /// rest of the second — tens of ms — so that they can run (RT throttling, the fair server). So
