@@ -88,7 +88,7 @@ def one_run(rate_mbps: float, seconds: int, flows: int) -> dict[str, float]:
         "process_cpu_pct": st["emu_process_cpu_pct"],
         "capacity_mbps": st["emu_capacity_mbps"],
         "conserved": float(st["data_sent"] == explained),
-        "unseen_drops": float(st["tun_sender_tx_dropped"] + st["tun_receiver_rx_dropped"]),
+        "unseen_drops": float(st["emu_unseen_drops"]),
     }
 
 

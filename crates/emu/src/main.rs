@@ -256,7 +256,7 @@ fn report(out: &EmuOutput, prop_ns: u64) {
     );
     println!("capacity_mbps = {:.0}", out.emu.capacity.mbps());
     println!("input_wait_p99_ms = {}", out.emu.input_wait_p99_ms());
-    for w in out.emu.capacity_warning.iter().cloned().chain(out.emu.input_wait_warning()) {
+    for w in out.emu.warnings() {
         eprintln!("warning: {w}");
     }
     println!("setup_secs = {:.3}  wall_secs = {:.3}", out.emu.setup_secs, st.wall_secs);

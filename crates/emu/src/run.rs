@@ -216,6 +216,10 @@ pub struct EmuStats {
     pub one_cpu: bool,
 }
 
+/// Writes later or earlier than this (p99 of either direction, µs) mean the emulator did not
+/// keep up with the link (or the machine was too busy): the run's delays are partly its own.
+pub const LATE_WARNING_US: f64 = 1000.0;
+
 /// Kernel TCP segments that waited longer than this (p99, ms) in their sending host before the
 /// path thread read them say the emulator did not keep up with its input (the measure is to
 /// the ms, so 0–1 is every run's).
@@ -241,6 +245,50 @@ impl EmuStats {
                  carry here, or a busy machine); their round trips were longer than the link model's by that"
             )
         })
+    }
+
+    /// A warning when 1 % of the writes were further off the model's time than
+    /// [`LATE_WARNING_US`].
+    pub fn late_warning(&self) -> Option<String> {
+        let late = self.forward.error_quantile_us(0.99).max(self.reverse.error_quantile_us(0.99));
+        (late > LATE_WARNING_US).then(|| {
+            format!(
+                "the emulator delivered 1% of packets more than {:.1} ms off the link model's time (a link \
+                 faster than it can carry, or a busy machine); delays in this run are partly its own",
+                late / 1e3
+            )
+        })
+    }
+
+    /// Packets the kernels dropped at the TUN devices, never seen by the link model: the
+    /// sending kernels' when the path thread did not read fast enough (tx), the receiving
+    /// kernels' of what it wrote (rx); data and ACKs.
+    pub fn unseen_drops(&self) -> u64 {
+        let (s, r) = (&self.sender_tun, &self.receiver_tun);
+        s.tx_dropped + s.rx_dropped + r.tx_dropped + r.rx_dropped
+    }
+
+    /// A warning when there were any: losses the link model did not make.
+    pub fn unseen_drops_warning(&self) -> Option<String> {
+        let n = self.unseen_drops();
+        (n > 0).then(|| {
+            format!(
+                "the hosts' kernels dropped {n} packets at the emulator's devices before it could read them \
+                 or after it wrote them (it did not keep up: a link faster than it can carry here, or a busy \
+                 machine); those losses are not the link model's"
+            )
+        })
+    }
+
+    /// Everything a user must hear about how faithful this run was, one sentence each: the
+    /// link asked for more than the start-up ceiling, the senders' packets waited, packets
+    /// left off their time, the kernels dropped packets the model never saw.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut all: Vec<String> = self.capacity_warning.iter().cloned().collect();
+        all.extend(self.input_wait_warning());
+        all.extend(self.late_warning());
+        all.extend(self.unseen_drops_warning());
+        all
     }
 
     /// CPU time of the path threads, ns.
@@ -877,5 +925,23 @@ mod tests {
         assert!(Cpus::One.one_cpu(10_000_000_000, false, 0) && !Cpus::Spread.one_cpu(1, true, 1));
         assert_eq!("one".parse::<Cpus>(), Ok(Cpus::One));
         assert!("two".parse::<Cpus>().unwrap_err().contains("auto, one or spread"));
+    }
+
+    #[test]
+    fn a_run_that_fell_behind_says_so_with_its_figures() {
+        let clean = EmuStats::default();
+        assert!(clean.warnings().is_empty(), "{:?}", clean.warnings());
+        let mut behind = EmuStats::default();
+        // 2 % of the ACKs written 2 ms late, the rest 10 µs.
+        let mut late = vec![0; 3000];
+        (late[10], late[2000]) = (98, 2);
+        behind.reverse = PathStats { late_us: late, early_us: vec![0; 3000], ..PathStats::default() };
+        behind.sender_tun.tx_dropped = 5;
+        behind.receiver_tun.rx_dropped = 2;
+        let w = behind.warnings();
+        assert_eq!(w.len(), 2, "{w:?}");
+        assert!(w[0].contains("more than 2.0 ms off the link model's time"), "{}", w[0]);
+        assert_eq!(behind.unseen_drops(), 7);
+        assert!(w[1].contains("dropped 7 packets") && w[1].contains("not the link model's"), "{}", w[1]);
     }
 }

@@ -70,7 +70,7 @@ pub fn run_emu<'py>(
         progress::run_detached(py, progress, duration_ns, false, |hook| cclab_emu::run(&scenario, &opts, hook));
     match outcome {
         Ok(out) => {
-            warn_if_late(py, &out)?;
+            warn(py, &out)?;
             let captured = opts.pcap.is_some().then_some(out.emu.captured);
             let d = to_dict(py, &scenario, out)?;
             if let Some(n) = captured {
@@ -84,26 +84,11 @@ pub fn run_emu<'py>(
     }
 }
 
-/// Lateness beyond this means the emulator did not keep up with the link (or the machine was
-/// too busy): the run's delays are then partly the emulator's, and the user should know.
-const LATE_WARNING_US: f64 = 1000.0;
-
-fn warn_if_late(py: Python<'_>, out: &EmuOutput) -> PyResult<()> {
+/// Each of the run's warnings (`EmuStats::warnings`) as a Python RuntimeWarning.
+fn warn(py: Python<'_>, out: &EmuOutput) -> PyResult<()> {
     let category = py.get_type::<pyo3::exceptions::PyRuntimeWarning>();
-    if let Some(w) = &out.emu.capacity_warning {
-        PyErr::warn(py, &category, &std::ffi::CString::new(w.as_str()).expect("no NUL"), 1)?;
-    }
-    if let Some(w) = out.emu.input_wait_warning() {
+    for w in out.emu.warnings() {
         PyErr::warn(py, &category, &std::ffi::CString::new(w).expect("no NUL"), 1)?;
-    }
-    let late = out.emu.forward.error_quantile_us(0.99).max(out.emu.reverse.error_quantile_us(0.99));
-    if late > LATE_WARNING_US {
-        let msg = format!(
-            "the emulator delivered 1% of packets more than {:.1} ms off the link model's time (a link \
-             faster than it can carry, or a busy machine); delays in this run are partly its own",
-            late / 1e3
-        );
-        PyErr::warn(py, &category, &std::ffi::CString::new(msg).expect("no NUL"), 1)?;
     }
     Ok(())
 }
@@ -139,9 +124,12 @@ fn to_dict<'py>(py: Python<'py>, scenario: &Scenario, out: EmuOutput) -> PyResul
     stats.set_item("emu_one_cpu", emu.one_cpu)?;
     // The forwarding ceiling measured at start-up (Mbit/s of 1500-byte packets, one CPU).
     stats.set_item("emu_capacity_mbps", emu.capacity.mbps())?;
-    // Drops inside the kernels, before the emulator could see the packet (should be 0).
+    // Drops inside the kernels at the TUN devices, never seen by the link model (should be 0).
     stats.set_item("tun_sender_tx_dropped", emu.sender_tun.tx_dropped)?;
     stats.set_item("tun_receiver_rx_dropped", emu.receiver_tun.rx_dropped)?;
+    stats.set_item("emu_unseen_drops", emu.unseen_drops())?;
+    // What the run warned of, kept with it (meta.json) for whoever reads it later.
+    stats.set_item("emu_warnings", emu.warnings())?;
     stats.set_item("setup_secs", emu.setup_secs)?;
     // Per flow (None where it does not apply): the receiving application's goodput, and for
     // kernel flows the kernel's own RTT figures from TCP_INFO.
