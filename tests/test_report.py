@@ -5,9 +5,11 @@ screenshot is kept in target/test-artifacts/ for a human to look at."""
 from __future__ import annotations
 
 import base64
+import json
 import re
 import shutil
 import subprocess
+from html import escape as html_escape
 from pathlib import Path
 
 import matplotlib.image
@@ -154,6 +156,26 @@ def test_single_run_report(tmp_path, cli, write_scenario):
     assert all(f'data-figure="{key}"' in html for key in FIGURES)
     # A single run's figures are its own: no second copy of them under Runs.
     assert 'data-figure="run-' not in html
+
+
+def test_an_emulator_runs_warnings_reach_its_report(tmp_path, cli, write_scenario):
+    import cclab
+
+    cclab.run(write_scenario(SCENARIO), out=tmp_path / "run")
+    code, _, _ = cli("report", tmp_path / "run", "--out", tmp_path / "clean.html")
+    assert code == 0
+    assert "What the emulator warned of" not in (tmp_path / "clean.html").read_text()
+    # What an emulator run that fell behind keeps in its meta.json (cclab_emu's warnings).
+    meta_path = tmp_path / "run" / "meta.json"
+    meta = json.loads(meta_path.read_text())
+    said = "the hosts' kernels dropped 7 packets at the emulator's devices"
+    meta["stats"]["emu_warnings"] = [said]
+    meta_path.write_text(json.dumps(meta))
+    code, _, stderr = cli("report", tmp_path / "run", "--out", tmp_path / "r.html")
+    assert code == 0, stderr
+    html = (tmp_path / "r.html").read_text()
+    assert "What the emulator warned of" in html
+    assert f"run: {html_escape(said)}" in html
 
 
 def test_report_of_something_else_is_an_error(tmp_path, cli):

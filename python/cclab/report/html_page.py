@@ -157,6 +157,16 @@ def _meta_rows(study: Study) -> list[list[Any]]:
     return [[k, v] for k, v in keys if v not in (None, "", [])]
 
 
+def _warnings(study: Study) -> list[dict[str, str]]:
+    """Each emulator run's warnings (`stats["emu_warnings"]` in its meta.json: it fell behind
+    its link, or the kernels dropped packets the model never saw), with the run's name."""
+    return [
+        {"run": run.name, "text": text}
+        for run in study.runs
+        for text in (run.meta.get("stats") or {}).get("emu_warnings") or []
+    ]
+
+
 def _figure_data(figure: ReportFigure) -> dict[str, str]:
     return {
         "key": figure.key,
@@ -205,6 +215,7 @@ def render(
             for run in study.runs
         ],
         environment=_meta_rows(study),
+        warnings=_warnings(study),
         sweep=sweep_table,
         fidelity=fidelity,
     )
