@@ -77,8 +77,8 @@ def test_the_trace_file_follows_the_schema(tmp_path: Path) -> None:
     assert schema.names[: len(fixed)] == [name for name, *_ in fixed]
     for name, dtype, *_ in fixed:
         arrow = schema.field(name).type
-        if name == "mode":
-            assert pa.types.is_dictionary(arrow)  # a categorical of the controllers' mode names
+        if name in ("mode", "ca_state"):
+            assert pa.types.is_dictionary(arrow)  # a categorical of mode or state names
         else:
             assert str(arrow) == ARROW[dtype], name
     extra = schema.names[len(fixed) :]

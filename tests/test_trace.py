@@ -56,6 +56,12 @@ def test_run_trace_writes_the_declared_columns_and_the_report_draws_cwnd(
     cubic, bbr = trace[trace["flow"] == 0], trace[trace["flow"] == 1]
     assert cubic["cc_bw"].isna().all() and bbr["cc_w_max"].isna().all()
     assert set(bbr["mode"].astype(str)) >= {"startup", "probe_bw"}
+    # The transport's congestion state, by Linux's names: Cubic's own "recovery" mode is the
+    # transport's recovery, and no other state shows there.
+    assert set(trace["ca_state"].astype(str)) <= {"open", "recovery", "loss"}
+    cubic_recovering = cubic["mode"].astype(str) == "recovery"
+    assert cubic_recovering.any()  # the 1-BDP queue overflows within the 3 s
+    assert (cubic.loc[cubic_recovering, "ca_state"].astype(str) == "recovery").all()
     # At most one sample per flow per 10 ms: 3 s → at most 300 each.
     assert 100 < len(cubic) <= 300 and 100 < len(bbr) <= 300
     assert (trace["cwnd_bytes"] > 0).all()
@@ -165,6 +171,8 @@ def test_kernel_bbr_traces_tcp_info_and_tcp_cc_info(write_scenario) -> None:
     assert trace is not None and len(trace) > 100
     assert list(trace.columns[: len(FIXED)]) == FIXED
     assert set(trace["mode"].astype(str)) <= {"open", "disorder", "cwr", "recovery", "loss"}
+    # tcpi_ca_state, in the column both engines fill (and, for kernel flows, also the mode).
+    assert (trace["ca_state"].astype(str) == trace["mode"].astype(str)).all()
     # The kernel's min RTT: the 20 ms base, plus the emulator's and the stacks' own sub-ms costs.
     assert 20.0 <= trace["min_rtt_ms"].min() < 23.0
     # TCP_CC_INFO (struct tcp_bbr_info): BBR's gains cycle through 1.25 and 0.75 in PROBE_BW

@@ -53,10 +53,11 @@ def interval_ns(trace: TraceOption) -> int | None:
 
 
 def trace_frame(columns: dict[str, Any] | None) -> pd.DataFrame | None:
-    """The core's `trace` columns as a DataFrame (mode as a categorical), or None."""
+    """The core's `trace` columns as a DataFrame (mode and ca_state as categoricals), or None."""
     if columns is None:
         return None
     frame = pd.DataFrame(columns, copy=False)
-    if "mode" in frame:
-        frame["mode"] = frame["mode"].astype("category")
+    for name in ("mode", "ca_state"):
+        if name in frame:
+            frame[name] = frame[name].astype("category")
     return frame

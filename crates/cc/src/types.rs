@@ -21,6 +21,18 @@ pub enum CaState {
     Loss,
 }
 
+impl CaState {
+    /// Linux's name for this state (`cclab_core::cctrace::CA_STATES`), as traces show it.
+    pub fn linux_name(self) -> &'static str {
+        use cclab_core::cctrace::CA_STATES;
+        match self {
+            CaState::Open => CA_STATES[0],
+            CaState::Recovery => CA_STATES[3],
+            CaState::Loss => CA_STATES[4],
+        }
+    }
+}
+
 /// What the transport knows about a packet as it leaves.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct SentPacket {

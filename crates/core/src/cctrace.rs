@@ -18,6 +18,15 @@ use std::sync::Mutex;
 /// the two engines' traces have the same resolution.
 pub const DEFAULT_INTERVAL_NS: Time = 10_000_000;
 
+/// Linux's TCP congestion states (`enum tcp_ca_state`, include/uapi/linux/tcp.h), indexed by
+/// value: what the trace's `ca_state` column holds for both engines' senders.
+pub const CA_STATES: [&str; 5] = ["open", "disorder", "cwr", "recovery", "loss"];
+
+/// The name of Linux's congestion state `value` ("unknown" past the enum's end).
+pub fn ca_state_name(value: u8) -> &'static str {
+    CA_STATES.get(value as usize).copied().unwrap_or("unknown")
+}
+
 /// Prefix of the columns that hold a controller's own variables.
 pub const VAR_PREFIX: &str = "cc_";
 
@@ -33,6 +42,8 @@ pub struct Sample<'a> {
     /// The controller's mode (e.g. "probe_bw", "slow_start"; for kernel flows the TCP
     /// congestion-avoidance state: "open", "disorder", "cwr", "recovery", "loss").
     pub mode: &'static str,
+    /// The sender's TCP congestion state, one of [`CA_STATES`] ("" where unknown).
+    pub ca_state: &'static str,
     /// Congestion window and bytes in flight.
     pub cwnd: u64,
     pub in_flight: u64,
@@ -63,6 +74,7 @@ pub struct CcTrace {
     /// ns since the start of the run.
     pub t: Vec<u64>,
     pub mode: Vec<&'static str>,
+    pub ca_state: Vec<&'static str>,
     /// Bytes.
     pub cwnd: Vec<u64>,
     pub in_flight: Vec<u64>,
@@ -117,6 +129,7 @@ impl CcTrace {
         self.flow.push(s.flow);
         self.t.push(s.t);
         self.mode.push(s.mode);
+        self.ca_state.push(s.ca_state);
         self.cwnd.push(s.cwnd);
         self.in_flight.push(s.in_flight);
         self.pacing_rate_mbps.push(mbps(s.pacing_rate));
@@ -154,6 +167,7 @@ impl CcTrace {
         self.flow.extend(other.flow);
         self.t.extend(other.t);
         self.mode.extend(other.mode);
+        self.ca_state.extend(other.ca_state);
         self.cwnd.extend(other.cwnd);
         self.in_flight.extend(other.in_flight);
         self.pacing_rate_mbps.extend(other.pacing_rate_mbps);
@@ -189,6 +203,7 @@ impl CcTrace {
         permute(&mut self.flow, &order);
         permute(&mut self.t, &order);
         permute(&mut self.mode, &order);
+        permute(&mut self.ca_state, &order);
         permute(&mut self.cwnd, &order);
         permute(&mut self.in_flight, &order);
         permute(&mut self.pacing_rate_mbps, &order);

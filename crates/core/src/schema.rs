@@ -478,6 +478,12 @@ pub static TRACE: &[Column<Take<CcTrace>>] = &[
         "the controller's mode (e.g. startup, probe_bw, slow_start, cong_avoid, recovery, competitive); for kernel flows the TCP state (open, disorder, cwr, recovery, loss)",
         Take::StaticStr(|t| &mut t.mode),
     ),
+    col(
+        "ca_state",
+        "",
+        "the sender's TCP congestion state, by Linux's names (tcp_ca_state: open, disorder, cwr, recovery, loss): tcpi_ca_state for kernel flows, the transport's (open, recovery, loss) for cclab's",
+        Take::StaticStr(|t| &mut t.ca_state),
+    ),
     col("cwnd_bytes", "bytes", "congestion window", Take::U64(|t| &mut t.cwnd)),
     col("in_flight_bytes", "bytes", "bytes sent and not yet acknowledged or declared lost", Take::U64(|t| &mut t.in_flight)),
     col(

@@ -10,6 +10,7 @@ use crate::endpoint::{AppBytes, Stop};
 use crate::netns::NetNs;
 use crate::sys::{os_error, wait_fd, Clock};
 use crate::topology::RECEIVER_IP;
+use cclab_core::cctrace::ca_state_name;
 use nix::errno::Errno;
 use nix::poll::PollFlags;
 use nix::sys::socket::{
@@ -113,6 +114,7 @@ impl TcpTrace {
                 flow,
                 t: s.t,
                 mode: ca_state_name(s.ca_state),
+                ca_state: ca_state_name(s.ca_state),
                 cwnd: s.cwnd as u64 * mss,
                 in_flight: segments_in_flight * mss,
                 // ~0 (unlimited) when nothing set a rate.
@@ -131,18 +133,6 @@ impl TcpTrace {
                 vars: if has_bbr { &bbr } else { &[] },
             });
         }
-    }
-}
-
-/// `enum tcp_ca_state` (include/uapi/linux/tcp.h), by value.
-fn ca_state_name(state: u8) -> &'static str {
-    match state {
-        0 => "open",
-        1 => "disorder",
-        2 => "cwr",
-        3 => "recovery",
-        4 => "loss",
-        _ => "unknown",
     }
 }
 

@@ -360,6 +360,7 @@ pub fn send(
                 delivery_rate: tx.delivery_rate(),
                 rwnd: tx.rwnd(),
                 rwnd_limited: tx.rwnd_limited(t),
+                ca_state: tx.ca_state(),
             };
             trace_sender(tr, flow, t, tx.cc(), view);
         }

@@ -25,7 +25,7 @@ impl RunOptions {
 
 /// What a cclab sender shows a trace besides its controller: bytes in flight, the rate it
 /// paces at (bytes/s), its RTT estimator, its last delivery-rate sample (bytes/s), its receive
-/// window (bytes) and how long that alone kept data back (ns).
+/// window (bytes), how long that alone kept data back (ns), and its congestion state.
 #[derive(Clone, Copy, Debug)]
 pub struct SenderView<'a> {
     pub in_flight: u64,
@@ -34,17 +34,19 @@ pub struct SenderView<'a> {
     pub delivery_rate: Option<f64>,
     pub rwnd: u64,
     pub rwnd_limited: u64,
+    pub ca_state: cclab_cc::CaState,
 }
 
 /// Appends one sample of a cclab sender, taken after it processed an ACK at `t` and sent what
 /// the ACK allowed. Both engines' cclab senders call it, so their traces read alike.
 pub fn trace_sender(trace: &mut CcTrace, flow: u32, t: u64, cc: &dyn cclab_cc::CongestionControl, s: SenderView) {
-    let SenderView { in_flight, pacing_rate, rtt, delivery_rate, rwnd, rwnd_limited } = s;
+    let SenderView { in_flight, pacing_rate, rtt, delivery_rate, rwnd, rwnd_limited, ca_state } = s;
     let snap = cc.snapshot();
     trace.push(&Sample {
         flow,
         t,
         mode: snap.mode,
+        ca_state: ca_state.linux_name(),
         cwnd: cc.cwnd(),
         in_flight,
         pacing_rate,

@@ -871,6 +871,7 @@ impl Sim {
                     delivery_rate: s.delivery_rate(),
                     rwnd: s.rwnd(),
                     rwnd_limited: s.rwnd_limited(self.now),
+                    ca_state: s.ca_state(),
                 };
                 trace_sender(trace, f, self.now, s.cc(), view);
             }

@@ -27,9 +27,9 @@ pub const JAIN_ROW_BYTES: u64 = 64;
 pub const PACKET_STATE_BYTES: u64 = 160;
 /// One record of the packet log, in Rust and again as numpy columns.
 pub const RECORD_BYTES: u64 = 128;
-/// One row of the sender trace (`--trace`): its fixed columns (about 88 bytes) and a dozen
+/// One row of the sender trace (`--trace`): its fixed columns (about 104 bytes) and a dozen
 /// controller variables (8 bytes each), in Rust and again as numpy columns.
-pub const TRACE_ROW_BYTES: u64 = 2 * (88 + 12 * 8);
+pub const TRACE_ROW_BYTES: u64 = 2 * (104 + 12 * 8);
 /// The environment variable that caps a run's memory (`--max-memory` sets it), e.g. "4GB".
 pub const MAX_MEMORY_ENV: &str = "CCLAB_MAX_MEMORY";
 
