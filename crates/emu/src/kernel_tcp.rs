@@ -110,11 +110,13 @@ impl TcpTrace {
                 ("cwnd_gain", s.bbr_cwnd_gain as f64 / BBR_UNIT),
             ];
             let has_bbr = s.bbr_pacing_gain > 0;
+            // tcpi_ca_state: both the kernel flow's mode and its congestion state.
+            let state = ca_state_name(s.ca_state);
             trace.push(&cclab_core::cctrace::Sample {
                 flow,
                 t: s.t,
-                mode: ca_state_name(s.ca_state),
-                ca_state: ca_state_name(s.ca_state),
+                mode: state,
+                ca_state: state,
                 cwnd: s.cwnd as u64 * mss,
                 in_flight: segments_in_flight * mss,
                 // ~0 (unlimited) when nothing set a rate.
