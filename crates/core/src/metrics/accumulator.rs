@@ -327,7 +327,19 @@ pub struct MetricsAccumulator {
     series_cap: usize,
     /// Streaming Jain state, when records come in arrival order and every flow has a schedule.
     stream: Option<JainStream>,
+    /// The last [`HIST_LAG`] delays (flow, µs) not yet counted in their histograms: each is
+    /// counted that many records after its counter was asked for (`DelayHist::prefetch`), so
+    /// the counter's cache miss overlaps other work instead of stalling this record. Counted
+    /// before anything reads a histogram (`settle`).
+    lagging: [(u32, u64); HIST_LAG],
+    lag_at: usize,
 }
+
+/// Records between asking for a histogram counter and updating it: a few records are a few
+/// hundred ns of work at the simulator's rate, longer than a miss to memory takes.
+const HIST_LAG: usize = 4;
+/// No delay waits in this slot of `lagging`.
+const NO_FLOW: u32 = u32::MAX;
 
 impl MetricsAccumulator {
     /// Panics if `cfg.bin` or `cfg.jain_bucket` is zero.
@@ -340,7 +352,16 @@ impl MetricsAccumulator {
         // Streaming needs each flow's schedule up front (a derived one is known only at the end).
         let stream = (cfg.arrivals_ordered && cfg.schedule.len() >= cfg.n_flows)
             .then(|| JainStream { bytes: vec![0; cfg.n_flows], ..JainStream::default() });
-        MetricsAccumulator { cfg, flows, hist_budget, series_shift: 0, series_cap, stream }
+        MetricsAccumulator {
+            cfg,
+            flows,
+            hist_budget,
+            series_shift: 0,
+            series_cap,
+            stream,
+            lagging: [(NO_FLOW, 0); HIST_LAG],
+            lag_at: 0,
+        }
     }
 
     /// The series bin of time `t`, doubling the bin width until it fits the cap.
@@ -457,7 +478,8 @@ impl MetricsAccumulator {
                         acc.jain[j] += size;
                     }
                 }
-                acc.hist.add(delay / 1000, 1);
+                acc.hist.prefetch(delay / 1000);
+                self.count_delay(flow, delay / 1000);
             }
             Fate::DropQueue | Fate::DropLoss | Fate::DropDevice => acc.counts.packets_dropped += 1,
             Fate::Delivered | Fate::InFlight => {}
@@ -472,6 +494,27 @@ impl MetricsAccumulator {
     pub fn prefetch_flow(&self, f: u32) {
         if let Some(acc) = self.flows.get(f as usize) {
             crate::hint::prefetch_bytes(acc, std::mem::offset_of!(FlowAcc, bins));
+        }
+    }
+
+    /// Counts delay `us` in flow `flow`'s histogram [`HIST_LAG`] records from now, and the one
+    /// that waited that long now.
+    #[inline]
+    fn count_delay(&mut self, flow: u32, us: u64) {
+        let (g, late) = std::mem::replace(&mut self.lagging[self.lag_at], (flow, us));
+        self.lag_at = (self.lag_at + 1) % HIST_LAG;
+        if g != NO_FLOW {
+            self.flows[g as usize].hist.add(late, 1);
+        }
+    }
+
+    /// Counts the delays still lagging (`lagging`) in their histograms.
+    fn settle(&mut self) {
+        for slot in &mut self.lagging {
+            let (g, us) = std::mem::replace(slot, (NO_FLOW, 0));
+            if g != NO_FLOW {
+                self.flows[g as usize].hist.add(us, 1);
+            }
         }
     }
 
@@ -500,6 +543,7 @@ impl MetricsAccumulator {
     /// `capacity_bits(t0, t1)`: bits the link could have delivered in (t0, t1], both times
     /// being deliveries as the records see them (the caller shifts them to the link's clock).
     pub fn finish(mut self, capacity_bits: &dyn Fn(u64, u64) -> f64) -> Metrics {
+        self.settle();
         let mut total = Counts::default();
         let mut pooled = DelayHist::default();
         // Per packet: delay − its own flow's minimum delay.

@@ -91,6 +91,17 @@ impl DelayHist {
         }
     }
 
+    /// Cache hint: the counter a later `add(us, _)` will update, when the directory already
+    /// has its page (a hint that changes no count).
+    #[inline]
+    pub fn prefetch(&self, us: u64) {
+        if let Repr::Exact(e) = &self.repr {
+            if let Some(i) = e.counter(us) {
+                crate::hint::prefetch(&e.counts[i]);
+            }
+        }
+    }
+
     #[cold]
     fn coarsen(&mut self) {
         let Repr::Exact(e) = &self.repr else { return };
@@ -262,35 +273,54 @@ impl Exact {
     #[inline]
     fn add(&mut self, us: u64, n: u64) -> bool {
         self.total += n;
-        let page = us >> PAGE_BITS;
-        if page == self.hot_page {
-            self.counts[self.hot_base + (us as usize & (PAGE - 1))] += n;
-            return false;
-        }
         if us >= DENSE_LIMIT {
             let fresh = !self.far.contains_key(&us);
             *self.far.entry(us).or_insert(0) += n;
             return fresh;
         }
-        let mut grew = false;
+        let (i, grew) = match self.counter(us) {
+            Some(i) => (i, false),
+            None => (self.new_counter(us), true),
+        };
+        self.hot_page = us >> PAGE_BITS;
+        self.hot_base = i & !(PAGE - 1);
+        self.counts[i] += n;
+        grew
+    }
+
+    /// Makes the block and page of dense delay `us` that `counter` did not find; its counter's
+    /// index.
+    #[cold]
+    fn new_counter(&mut self, us: u64) -> usize {
         let t = (us >> TOP_SHIFT) as usize;
         let b = match self.top.get(t) {
             Some(&b) if b != NONE => b,
-            _ => {
-                grew = true;
-                self.new_block(t)
-            }
+            _ => self.new_block(t),
         };
         let s = b as usize * BLOCK + ((us >> PAGE_BITS) as usize & (BLOCK - 1));
-        let mut p = self.slots[s];
-        if p == NONE {
-            grew = true;
-            p = self.new_page(s);
+        let p = match self.slots[s] {
+            NONE => self.new_page(s),
+            p => p,
+        };
+        p as usize * PAGE + (us as usize & (PAGE - 1))
+    }
+
+    /// The index in `counts` of delay `us`'s counter, if its page exists.
+    #[inline]
+    fn counter(&self, us: u64) -> Option<usize> {
+        let offset = us as usize & (PAGE - 1);
+        if us >> PAGE_BITS == self.hot_page {
+            return Some(self.hot_base + offset);
         }
-        self.hot_page = page;
-        self.hot_base = p as usize * PAGE;
-        self.counts[self.hot_base + (us as usize & (PAGE - 1))] += n;
-        grew
+        if us >= DENSE_LIMIT {
+            return None;
+        }
+        let b = *self.top.get((us >> TOP_SHIFT) as usize)?;
+        if b == NONE {
+            return None;
+        }
+        let p = self.slots[b as usize * BLOCK + ((us >> PAGE_BITS) as usize & (BLOCK - 1))];
+        (p != NONE).then(|| p as usize * PAGE + offset)
     }
 
     /// The size the exact form needs for its set of distinct delays (its lengths, not the Vecs'

@@ -477,6 +477,22 @@ fn percentiles_match_sorted_vectors() {
 }
 
 #[test]
+fn every_delay_is_counted_however_few_records_follow_it() {
+    // The accumulator counts a delay in its histogram a few records late (`HIST_LAG`): the
+    // last records of a run, and a run of fewer records than that, must still be counted.
+    for n in 1..=6u64 {
+        let log: Vec<PacketRecord> =
+            (0..n).map(|i| data(i, (i % 2) as u32, 1500, i * MS, i * MS + (10 + i) * MS, Fate::Delivered)).collect();
+        let m = run(cfg(2, 100 * MS, 10 * MS), &log, &no_capacity);
+        // Flow 0 carries the even records: delays 10, 12, 14 … ms; its largest is its p95.
+        let f0_max = (0..n).step_by(2).map(|i| 10 + i).max().unwrap();
+        assert_close!(m.flows[0].delay_min_ms, 10.0);
+        assert_close!(m.flows[0].delay_p95_ms, f0_max as f64);
+        assert_close!(m.total.delay_p95_ms, (10 + n - 1) as f64);
+    }
+}
+
+#[test]
 fn memory_does_not_grow_with_packets() {
     // 1M packets in one second of three flows with four distinct delays: the state after the
     // first 10 000 already holds every bin, bucket and delay value the rest will touch.
