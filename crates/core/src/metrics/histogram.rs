@@ -91,14 +91,16 @@ impl DelayHist {
         }
     }
 
-    /// Cache hint: the counter a later `add(us, _)` will update, when the directory already
-    /// has its page (a hint that changes no count).
+    /// Cache hint: the counter a later `add(us, _)` will update, when it exists already (a
+    /// hint that changes no count).
     #[inline]
     pub fn prefetch(&self, us: u64) {
-        if let Repr::Exact(e) = &self.repr {
-            if let Some(i) = e.counter(us) {
-                crate::hint::prefetch(&e.counts[i]);
-            }
+        let counter = match &self.repr {
+            Repr::Exact(e) => e.counter(us).map(|i| &e.counts[i]),
+            Repr::Log(l) => log_bucket(us).checked_sub(l.lo).and_then(|k| l.counts.get(k)),
+        };
+        if let Some(c) = counter {
+            crate::hint::prefetch(c);
         }
     }
 
