@@ -10,7 +10,10 @@
 //! number, an ACK the record's `seq` as its acknowledgment number, so Wireshark's TCP sequence
 //! analysis (retransmissions, duplicate ACKs, bytes in flight) works. Flow `i` is
 //! 10.0.0.x:port → 10.255.0.1:5201, the sender's address and port counting up with `i`.
-//! SACK blocks, flags beyond ACK/PSH and the handshake are not modelled.
+//! SACK blocks, flags beyond ACK/PSH and the handshake are not modelled, and every data segment
+//! is marked PSH: the packet table does not carry the simulator's own PSH marks
+//! (crates/transport's `push`), so a capture cannot show which segments its receivers may
+//! acknowledge alone (the emulator's capture of real packets can).
 
 use crate::pcapng;
 use crate::record::{Fate, PacketKind, NEVER};
