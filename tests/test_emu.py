@@ -207,9 +207,11 @@ def test_the_emulator_captures_the_real_packets_crossing_its_link(write_scenario
     for p, t in zip(packets, times, strict=True):
         ip = p[IP]
         data = ip.src == "10.64.0.1"  # the sender's namespace
+        psh = None
         if TCP in p:
             port = p[TCP].dport if data else p[TCP].sport
             seq = p[TCP].seq if data else p[TCP].ack
+            psh = data and bool(p[TCP].flags & 0x08)
             if not data and len(p[TCP].payload) == 0 and p.wirelen == len(p):
                 # A whole pure ACK: its checksum, left to "hardware" by the receiving kernel,
                 # was filled in as a NIC would.
@@ -221,17 +223,27 @@ def test_the_emulator_captures_the_real_packets_crossing_its_link(write_scenario
             port = p[UDP].dport if data else p[UDP].sport
             seq = None  # cclab's own header, not TCP's
             udp_data += data
-        seen.append((t, "data" if data else "ack", port - 5000, p.wirelen, seq))
+        seen.append((t, "data" if data else "ack", port - 5000, p.wirelen, seq, psh))
         assert ip.len == p.wirelen  # the real IP header: total length = size on the wire
-    # Packet for packet the records' times (to the ns), kinds, flows, sizes and TCP numbers.
+    # Packet for packet the records' times (to the ns), kinds, flows, sizes, TCP numbers and
+    # PSH flags (the `push` column: on a super-packet's last segment only).
     # (Ties in time, the segments of one TSO read, are compared as a set: records are
     # logged when a packet's fate is known, not in send order.)
     want = [
-        (r.time, r.kind, r.flow, r.size, r.seq if r.flow == 0 else None)
+        (
+            r.time,
+            r.kind,
+            r.flow,
+            r.size,
+            r.seq if r.flow == 0 else None,
+            r.push if r.flow == 0 else None,
+        )
         for r in expected.itertuples()
     ]
     assert sorted(seen) == sorted(want)
     assert tcp_acks > 100 and udp_data > 100
+    tcp_data = [x for x in seen if x[1] == "data" and x[2] == 0]
+    assert 0 < sum(x[5] for x in tcp_data) < len(tcp_data), "PSH on some of Linux's segments"
 
 
 #: 4 s of requests (TINY_CDF: 1-5,000 bytes) at 8 Mbit/s over 20 Linux Cubic connections on a

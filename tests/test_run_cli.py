@@ -90,10 +90,16 @@ def test_pcap_carries_tcp_sequence_and_acknowledgment_numbers(
             # Payload = total - 20 (IP) - 32 (TCP with timestamps) = 1448, the MSS: the next
             # segment's sequence number follows, which is what Wireshark's analysis checks.
             assert tcp.dataofs * 4 == 32 and row.size - 52 == 1448
+            # PSH where the sender set it (the `push` column: the ends of its writes).
+            assert bool(tcp.flags & 0x08) == row.push
             by_flow.setdefault(tcp.sport, []).append(tcp.seq)
         else:
             assert (ip.src, tcp.sport, tcp.dport) == ("10.255.0.1", 5201, 10_000 + row.flow)
             assert tcp.seq == 0 and tcp.ack == row.seq and tcp.ack % 1448 == 0
+    # A bulk sender writes what each ACK frees, mostly two segments: PSH on about every second.
+    data = log[log["kind"] == "data"]
+    assert 0.3 < data["push"].mean() < 0.7
+    assert not log.loc[log["kind"] == "ack", "push"].any()
     # Three flows, each starting at stream offset 0 and sending new data upwards.
     assert len(by_flow) == 3
     for seqs in by_flow.values():

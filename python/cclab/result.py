@@ -185,6 +185,7 @@ class RunResult:
             cols["arrived_ns"],
             cols["fate"],
             cols["seq"],
+            cols.get("push"),
         )
 
     def save(self, directory: str | Path, *, command: list[str] | None = None) -> Path:

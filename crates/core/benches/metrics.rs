@@ -72,6 +72,7 @@ fn synthetic_log(packets: usize, jitter_ns: u64) -> PacketLog {
             enqueued: sent,
             dequeued: departure,
             retransmission: rng.below(100) == 0,
+            push: false,
             seq: 0,
         });
     }

@@ -10,10 +10,9 @@
 //! number, an ACK the record's `seq` as its acknowledgment number, so Wireshark's TCP sequence
 //! analysis (retransmissions, duplicate ACKs, bytes in flight) works. Flow `i` is
 //! 10.0.0.x:port → 10.255.0.1:5201, the sender's address and port counting up with `i`.
-//! SACK blocks, flags beyond ACK/PSH and the handshake are not modelled, and every data segment
-//! is marked PSH: the packet table does not carry the simulator's own PSH marks
-//! (crates/transport's `push`), so a capture cannot show which segments its receivers may
-//! acknowledge alone (the emulator's capture of real packets can).
+//! A data segment carries PSH where the table's `push` column says it did (the simulator's
+//! marks, crates/transport's `push`; a log without the column, written before it existed,
+//! marks every data segment). SACK blocks, other flags and the handshake are not modelled.
 
 use crate::pcapng;
 use crate::record::{Fate, PacketKind, NEVER};
@@ -47,6 +46,8 @@ pub struct CaptureColumns<'a> {
     pub arrived: &'a [u64],
     pub fate: &'a [u8],
     pub seq: &'a [u32],
+    /// Which data segments carried PSH; None: every one (a log from before the column).
+    pub push: Option<&'a [bool]>,
 }
 
 impl CaptureColumns<'_> {
@@ -60,6 +61,7 @@ impl CaptureColumns<'_> {
             ("arrived_ns", self.arrived.len()),
             ("fate", self.fate.len()),
             ("seq", self.seq.len()),
+            ("push", self.push.map_or(n, <[bool]>::len)),
         ];
         match lens.iter().find(|(_, l)| *l != n) {
             Some((name, l)) => Err(format!("column `{name}` has {l} rows, `flow` has {n}")),
@@ -83,7 +85,7 @@ fn checksum(bytes: &[u8]) -> u16 {
 }
 
 /// The 52 captured bytes of one packet.
-fn headers(flow: u32, data: bool, size: u32, seq: u32, time: u64) -> [u8; CAPTURED] {
+fn headers(flow: u32, data: bool, push: bool, size: u32, seq: u32, time: u64) -> [u8; CAPTURED] {
     let mut h = [0u8; CAPTURED];
     let (sender, sport) = sender_of(flow);
     let (src, dst, sp, dp) = if data {
@@ -110,7 +112,7 @@ fn headers(flow: u32, data: bool, size: u32, seq: u32, time: u64) -> [u8; CAPTUR
     t[4..8].copy_from_slice(&seq_field.to_be_bytes());
     t[8..12].copy_from_slice(&ack_field.to_be_bytes());
     t[12] = ((TCP_HEADER / 4) as u8) << 4;
-    t[13] = if data && size as usize > CAPTURED { TCP_ACK | TCP_PSH } else { TCP_ACK };
+    t[13] = if data && push && size as usize > CAPTURED { TCP_ACK | TCP_PSH } else { TCP_ACK };
     t[14..16].copy_from_slice(&u16::MAX.to_be_bytes());
     // Options: NOP, NOP, timestamps (RFC 7323 §3: kind 8, length 10) with TSval in µs.
     t[20] = 1;
@@ -142,10 +144,16 @@ pub fn write(out: impl Write, cols: &CaptureColumns) -> io::Result<usize> {
     let mut block = Vec::with_capacity(pcapng::packet_block_len(CAPTURED));
     for &(time, _, i) in &order {
         let data = cols.kind[i] == PacketKind::Data as u8;
+        let push = cols.push.is_none_or(|p| p[i]);
         let size = cols.size[i];
         let captured = (size as usize).min(CAPTURED);
         block.clear();
-        pcapng::push_packet(&mut block, time, &headers(cols.flow[i], data, size, cols.seq[i], time)[..captured], size);
+        pcapng::push_packet(
+            &mut block,
+            time,
+            &headers(cols.flow[i], data, push, size, cols.seq[i], time)[..captured],
+            size,
+        );
         out.write_all(&block)?;
     }
     out.flush()?;
@@ -175,6 +183,7 @@ mod tests {
             arrived: &[4_000, NEVER, 1_500_000_007, NEVER],
             fate: &[ok, dropped, ok, dropped],
             seq: &[0, 1448, 1448, 0],
+            push: Some(&[false, true, false, false]),
         };
         let mut bytes = Vec::new();
         assert_eq!(write(&mut bytes, &cols).unwrap(), 3, "the dropped ACK never reached the sender");
@@ -191,6 +200,7 @@ mod tests {
         assert_eq!(checksum(ip), 0, "a valid IPv4 header checksums to zero");
         assert_eq!(u16::from_be_bytes([ip[2], ip[3]]), 1500);
         assert_eq!(be32(tcp, 4), 1448, "the data's sequence number is its stream offset");
+        assert_eq!((rec(0).2[20 + 13], tcp[13]), (TCP_ACK, TCP_ACK | TCP_PSH), "PSH as the table says");
         // Payload = total length − 20 − 32 = 1448 = MSS: the next segment's sequence number
         // follows on, so Wireshark sees no gap.
         assert_eq!((tcp[12] >> 4) as usize * 4, 32);
@@ -215,6 +225,7 @@ mod tests {
             arrived: &[NEVER],
             fate: &[Fate::DropLoss as u8],
             seq: &[7],
+            push: None,
         };
         let mut bytes = Vec::new();
         write(&mut bytes, &cols).unwrap();
@@ -238,6 +249,7 @@ mod tests {
             arrived: &[NEVER, 9],
             fate: &[Fate::DropQueue as u8, Fate::Delivered as u8],
             seq: &[1448, 0],
+            push: None,
         };
         let mut bytes = Vec::new();
         write(&mut bytes, &cols).unwrap();
@@ -259,6 +271,7 @@ mod tests {
             arrived: &[],
             fate: &[],
             seq: &[],
+            push: None,
         };
         let e = write(Vec::new(), &cols).unwrap_err();
         assert!(e.to_string().contains("`kind` has 0 rows, `flow` has 1"), "{e}");

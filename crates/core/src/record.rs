@@ -69,6 +69,9 @@ pub struct PacketRecord {
     pub enqueued: u64,
     pub dequeued: u64,
     pub retransmission: bool,
+    /// A data segment that carried PSH (Linux's end of a write: its receiver may acknowledge
+    /// it alone once read); false for ACKs.
+    pub push: bool,
     /// TCP's sequence field as a capture of the segment would show it: for data, the stream
     /// offset of its first byte; for an ACK, the cumulative acknowledgment (the next byte
     /// expected). 32 bits, wrapping as TCP's do (RFC 9293 §3.4), so the record stays 56 bytes.
@@ -101,6 +104,7 @@ pub struct PacketLog {
     pub enqueued: Vec<u64>,
     pub dequeued: Vec<u64>,
     pub retransmission: Vec<bool>,
+    pub push: Vec<bool>,
     pub seq: Vec<u32>,
 }
 
@@ -117,6 +121,7 @@ impl PacketLog {
         self.enqueued.reserve(n);
         self.dequeued.reserve(n);
         self.retransmission.reserve(n);
+        self.push.reserve(n);
         self.seq.reserve(n);
     }
 
@@ -138,6 +143,7 @@ impl PacketLog {
             enqueued: self.enqueued[i],
             dequeued: self.dequeued[i],
             retransmission: self.retransmission[i],
+            push: self.push[i],
             seq: self.seq[i],
         }
     }
@@ -155,6 +161,7 @@ impl RecordSink for PacketLog {
         self.enqueued.push(r.enqueued);
         self.dequeued.push(r.dequeued);
         self.retransmission.push(r.retransmission);
+        self.push.push(r.push);
         self.seq.push(r.seq);
     }
 }
@@ -164,8 +171,8 @@ mod tests {
     #[test]
     fn a_record_stays_56_bytes() {
         // Every packet of a run passes through the sinks as one record: five u64, two u32 and
-        // three one-byte fields took 51 bytes, padded to 56; `seq` (u32) fills the padding,
-        // so adding it cost no size.
+        // three one-byte fields took 51 bytes, padded to 56; `seq` (u32) and `push` (one
+        // byte) fill the padding, so adding them cost no size.
         assert_eq!(std::mem::size_of::<super::PacketRecord>(), 56);
     }
 }

@@ -460,6 +460,12 @@ pub static PACKETS: &[Column<Take<PacketLog>>] = &[
     col("dequeued_ns", "ns", "exit from the bottleneck queue, or NEVER", Take::U64(|l| &mut l.dequeued)),
     col("retransmission", "", "whether the packet was a retransmission", Take::Bool(|l| &mut l.retransmission)),
     col(
+        "push",
+        "",
+        "whether a data segment carried PSH (the end of a write, which its receiver may acknowledge alone once read)",
+        Take::Bool(|l| &mut l.push),
+    ),
+    col(
         "seq",
         "",
         "TCP sequence field mod 2^32: a data packet's stream offset, an ACK's cumulative acknowledgment",

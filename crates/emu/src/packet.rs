@@ -165,6 +165,12 @@ pub fn segment_count(vnet: &VnetHdr, info: &Ipv4Info) -> usize {
     }
 }
 
+/// Whether segment `k` of the `n` that TCP packet `info` is cut into carries PSH: the
+/// packet's, on its last segment only (`write_segment`).
+pub fn tcp_segment_push(info: &Ipv4Info, k: usize, n: usize) -> bool {
+    info.tcp_flags & TCP_PSH != 0 && k + 1 == n
+}
+
 /// Sequence number and payload length of wire segment `k` of `n` of a TCP packet.
 pub fn tcp_segment_range(vnet: &VnetHdr, info: &Ipv4Info, k: usize, n: usize) -> (u32, u32) {
     let total = info.tcp_payload();

@@ -23,8 +23,8 @@
 use crate::capture::SharedTap;
 use crate::endpoint::{StartLine, Stop};
 use crate::packet::{
-    can_follow, mergeable, merged_headers, parse_ipv4, segment_count, tcp_segment_range, tcp_tsval, write_segment,
-    Ipv4Info, Mergeable, PROTO_TCP, PROTO_UDP,
+    can_follow, mergeable, merged_headers, parse_ipv4, segment_count, tcp_segment_push, tcp_segment_range, tcp_tsval,
+    write_segment, Ipv4Info, Mergeable, PROTO_TCP, PROTO_UDP,
 };
 use crate::records::{Msg, RecordBatcher};
 use crate::sys::{self, Clock};
@@ -174,6 +174,8 @@ pub(crate) struct Pkt {
     /// Bytes to write to the TUN (virtio header + packet).
     io_len: u16,
     retx: bool,
+    /// A data segment with PSH (PacketRecord::push).
+    push: bool,
     /// TCP's sequence field as the record carries it (PacketRecord::seq).
     seq: u32,
     /// Bundler's boundary hash of the packet's destination port and IP ID (`middlebox`).
@@ -554,20 +556,21 @@ impl<'a> Path<'a> {
         }
         let udp = (transport == Some(Transport::CclabUdp)).then(|| &pkt[info.ihl..info.total_len]);
         let udp_retx = udp.is_some_and(crate::udp::is_retransmission);
+        let udp_push = udp.is_some_and(crate::udp::is_push);
         let udp_seq = udp.map_or(0, crate::udp::sequence_field);
         for k in 0..n {
             let slot = self.pool.alloc();
             let io_len = write_segment(&vnet, &info, pkt, k, n, self.pool.slot(slot));
             let hash = wire_hash(&self.pool.slot_ref(slot)[VNET_HDR_LEN..io_len], info.ihl);
             // A data segment's own sequence number; an ACK's acknowledgment number.
-            let (retx, seq) = match (transport, self.cfg.kind) {
+            let (retx, push, seq) = match (transport, self.cfg.kind) {
                 (Some(Transport::Tcp), PacketKind::Data) => {
                     let (seq, len) = tcp_segment_range(&vnet, &info, k, n);
-                    (self.tcp_retransmission(flow, seq, len), seq)
+                    (self.tcp_retransmission(flow, seq, len), tcp_segment_push(&info, k, n), seq)
                 }
-                (Some(Transport::Tcp), PacketKind::Ack) => (false, info.tcp_ack),
-                (Some(Transport::CclabUdp), _) => (udp_retx, udp_seq),
-                _ => (false, 0),
+                (Some(Transport::Tcp), PacketKind::Ack) => (false, false, info.tcp_ack),
+                (Some(Transport::CclabUdp), _) => (udp_retx, udp_push, udp_seq),
+                _ => (false, false, 0),
             };
             let uid = 2 * self.next_uid + self.cfg.uid_parity;
             self.next_uid += 1;
@@ -585,6 +588,7 @@ impl<'a> Path<'a> {
                 wire: (io_len - VNET_HDR_LEN) as u16,
                 io_len: io_len as u16,
                 retx,
+                push,
                 seq,
                 hash,
             };
@@ -985,6 +989,7 @@ impl<'a> Path<'a> {
             enqueued: p.enq,
             dequeued: p.deq,
             retransmission: p.retx,
+            push: p.push,
             seq: p.seq,
         });
     }

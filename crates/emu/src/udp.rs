@@ -2,7 +2,7 @@
 //! state machine) driven by real time and real UDP sockets, one thread per endpoint.
 //!
 //! Wire format, after the UDP header (all integers big endian):
-//! - data (24 bytes, then `len` payload bytes): `'D'`, flags (bit 0: retransmission), len u16,
+//! - data (24 bytes, then `len` payload bytes): `'D'`, flags (bit 0: retransmission, bit 1: PSH), len u16,
 //!   packet id u48, stream offset u48, send time u64 (run ns). 20 (IP) + 8 (UDP) + 24 = 52
 //!   bytes of headers, exactly the transport's `DATA_HEADER`, so a full packet is 1500 bytes on
 //!   the wire in both engines.
@@ -54,6 +54,11 @@ const _: () = assert!(SYN_LEN == 32);
 /// Whether a UDP datagram (from its UDP header on) is a cclab retransmission.
 pub fn is_retransmission(udp: &[u8]) -> bool {
     udp.len() > UDP_HEADER + 1 && udp[UDP_HEADER] == TAG_DATA && udp[UDP_HEADER + 1] & 1 != 0
+}
+
+/// Whether a cclab data datagram (from its UDP header on) carries PSH (`encode_data`'s bit 1).
+pub fn is_push(udp: &[u8]) -> bool {
+    udp.len() > UDP_HEADER + 1 && udp[UDP_HEADER] == TAG_DATA && udp[UDP_HEADER + 1] & 2 != 0
 }
 
 /// TCP's sequence field for a cclab datagram (from its UDP header on), mod 2^32: a data

@@ -9,7 +9,7 @@ use pyo3::prelude::*;
 
 /// Writes the capture of a packet log to `path`; returns the number of packets in it. Columns
 /// (same length): `uid`, `flow`, `kind` and `fate` (u8 codes), `size`, `sent_ns`,
-/// `arrived_ns`, `seq`.
+/// `arrived_ns`, `seq`, and `push` if the log has it (None: every data segment PSH).
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
 pub fn write_pcap(
@@ -23,6 +23,7 @@ pub fn write_pcap(
     arrived_ns: PyReadonlyArray1<'_, u64>,
     fate: PyReadonlyArray1<'_, u8>,
     seq: PyReadonlyArray1<'_, u32>,
+    push: Option<PyReadonlyArray1<'_, bool>>,
 ) -> PyResult<usize> {
     let cols = CaptureColumns {
         uid: slice("uid", &uid)?,
@@ -33,6 +34,7 @@ pub fn write_pcap(
         arrived: slice("arrived_ns", &arrived_ns)?,
         fate: slice("fate", &fate)?,
         seq: slice("seq", &seq)?,
+        push: push.as_ref().map(|p| slice("push", p)).transpose()?,
     };
     let file = std::fs::File::create(&path)
         .map_err(|e| PyOSError::new_err(format!("cannot write the capture {}: {e}", path.display())))?;

@@ -42,19 +42,19 @@ enum Back {
     SynAck(Time),
 }
 
-/// A packet's body: its row's kind, retransmission flag and sequence number, or None for the
-/// handshake's packets, which carry no stream data and so are not in the packet table (nor in
-/// its metrics).
+/// A packet's body: its row's kind, retransmission and PSH flags and sequence number, or None
+/// for the handshake's packets, which carry no stream data and so are not in the packet table
+/// (nor in its metrics).
 trait Body: Copy {
-    fn row(&self) -> Option<(PacketKind, bool, u32)>;
+    fn row(&self) -> Option<(PacketKind, bool, bool, u32)>;
 }
 
 impl Body for Fwd {
     #[inline]
-    fn row(&self) -> Option<(PacketKind, bool, u32)> {
+    fn row(&self) -> Option<(PacketKind, bool, bool, u32)> {
         // TCP's sequence numbers are the stream offsets mod 2^32 (RFC 9293 §3.4).
         match self {
-            Fwd::Data(d) => Some((PacketKind::Data, d.retransmission, d.offset as u32)),
+            Fwd::Data(d) => Some((PacketKind::Data, d.retransmission, d.push, d.offset as u32)),
             Fwd::Syn | Fwd::Ack => None,
         }
     }
@@ -62,9 +62,9 @@ impl Body for Fwd {
 
 impl Body for Back {
     #[inline]
-    fn row(&self) -> Option<(PacketKind, bool, u32)> {
+    fn row(&self) -> Option<(PacketKind, bool, bool, u32)> {
         match self {
-            Back::Ack(a) => Some((PacketKind::Ack, false, a.stream_cum as u32)),
+            Back::Ack(a) => Some((PacketKind::Ack, false, false, a.stream_cum as u32)),
             Back::SynAck(_) => None,
         }
     }
@@ -102,7 +102,7 @@ impl<B> WirePacket for Packet<B> {
 impl<B: Body> Packet<B> {
     /// The packet's row in the packet table; None for the handshake's packets.
     fn record(&self, arrived: Time, fate: Fate) -> Option<PacketRecord> {
-        let (kind, retransmission, seq) = self.body.row()?;
+        let (kind, retransmission, push, seq) = self.body.row()?;
         Some(PacketRecord {
             uid: self.uid,
             flow: self.flow,
@@ -114,6 +114,7 @@ impl<B: Body> Packet<B> {
             enqueued: self.enqueued,
             dequeued: self.dequeued,
             retransmission,
+            push,
             seq,
         })
     }

@@ -21,6 +21,7 @@ fn data(uid: u64, flow: u32, size: u32, sent: u64, arrived: u64, fate: Fate) -> 
         enqueued: NEVER,
         dequeued: NEVER,
         retransmission: false,
+        push: false,
         seq: 0,
     }
 }

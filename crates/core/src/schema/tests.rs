@@ -147,6 +147,7 @@ fn packets_move_out_column_by_column() {
             enqueued: 20 + i,
             dequeued: 30 + i,
             retransmission: i == 0,
+            push: i == 2,
             seq: 7 * i as u32,
         });
     }
@@ -162,6 +163,7 @@ fn packets_move_out_column_by_column() {
     assert_eq!(c.get("enqueued_ns"), Some(&Data::U64(expected.enqueued)));
     assert_eq!(c.get("dequeued_ns"), Some(&Data::U64(expected.dequeued)));
     assert_eq!(c.get("retransmission"), Some(&Data::Bool(expected.retransmission)));
+    assert_eq!(c.get("push"), Some(&Data::Bool(vec![false, false, true])));
     assert_eq!(c.get("seq"), Some(&Data::U32(vec![0, 7, 14])));
     let codes: Vec<_> = c.0.iter().filter(|v| !v.codes.is_empty()).map(|v| (v.name, v.codes)).collect();
     assert_eq!(codes, [("kind", &PacketKind::NAMES[..]), ("fate", &Fate::NAMES[..])]);
@@ -182,6 +184,7 @@ fn values_match_their_declarations() {
         enqueued: 0,
         dequeued: 0,
         retransmission: false,
+        push: false,
         seq: 0,
     });
     let mut tr = crate::cctrace::CcTrace::default();
