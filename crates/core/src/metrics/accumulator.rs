@@ -497,8 +497,8 @@ impl MetricsAccumulator {
         }
     }
 
-    /// Counts delay `us` in flow `flow`'s histogram [`HIST_LAG`] records from now, and the one
-    /// that waited that long now.
+    /// Counts delay `us` in flow `flow`'s histogram [`HIST_LAG`] records from now (nothing for
+    /// [`NO_FLOW`]), and the one that waited that long now.
     #[inline]
     fn count_delay(&mut self, flow: u32, us: u64) {
         let (g, late) = std::mem::replace(&mut self.lagging[self.lag_at], (flow, us));
@@ -510,11 +510,8 @@ impl MetricsAccumulator {
 
     /// Counts the delays still lagging (`lagging`) in their histograms.
     fn settle(&mut self) {
-        for slot in &mut self.lagging {
-            let (g, us) = std::mem::replace(slot, (NO_FLOW, 0));
-            if g != NO_FLOW {
-                self.flows[g as usize].hist.add(us, 1);
-            }
+        for _ in 0..HIST_LAG {
+            self.count_delay(NO_FLOW, 0);
         }
     }
 
