@@ -1,6 +1,6 @@
 """The fidelity suite's full form: the simulator against Linux TCP in the emulator over every
 shipped scenario and the issue's mixes (`cclab fidelity`, python/cclab/fidelity.py), printed as
-one table with each target's verdict. The README's fidelity figures come from this script.
+one table with each target's verdict. The figures in FIDELITY.md come from this script.
 
 Run (as root):  .venv/bin/python benches/fidelity.py [--runs N] [--duration D] [--out DIR]
 (also part of `make bench`; it says "skipped" without root or /dev/net/tun).

@@ -24,10 +24,10 @@ use std::fmt;
 /// median. A packet time is the least variation that moves a packet by a whole service slot,
 /// but at 100 Mbit/s it is 120 µs, six times what these hosts do, and it spreads a sender's
 /// bursts that the kernel sends together: the cap is the measured response, and the choice of
-/// the fidelity suite (README, "The hosts' jitter"). 20 µs still breaks the phase lock at
-/// 12 Mbit/s, where it is 2 % of a packet time (`tests/hosts.rs`). Links over 600 Mbit/s (a
-/// packet time under 20 µs) are unaffected; on the Nepal path (0.57 Mbit/s) an uncapped "auto"
-/// (21 ms) cost Cubic and NewReno 0.04–0.06 of the kernel's 0.46–0.48 Mbit/s.
+/// the fidelity suite (FIDELITY.md, "The hosts' jitter is now 20 µs"). 20 µs still breaks the
+/// phase lock at 12 Mbit/s, where it is 2 % of a packet time (`tests/hosts.rs`). Links over
+/// 600 Mbit/s (a packet time under 20 µs) are unaffected; on the Nepal path (0.57 Mbit/s) an
+/// uncapped "auto" (21 ms) cost Cubic and NewReno 0.04–0.06 of the kernel's 0.46–0.48 Mbit/s.
 pub const AUTO_MAX: Dur = Dur(20_000);
 
 /// `jitter = "auto" | "0" | "<duration>"`.

@@ -147,7 +147,7 @@ pub struct Transport {
     /// read() or poll(), as the emulator's receiver (crates/emu, kernel_tcp.rs) and iperf3
     /// are. A period models one that reads on a timer (the emulator's receiver once did,
     /// every 20 ms below ~100 Mbit/s, and the kernel's lone ACKs of pushed segments then left
-    /// 0–20 ms after the segment arrived: README.md, "The lossy Nepal path").
+    /// 0–20 ms after the segment arrived: FIDELITY.md, "The lossy Nepal path").
     #[serde(default = "default_read_interval")]
     pub read_interval: Dur,
     /// Compress the ACKs of out-of-order data as Linux does since 4.18 (net.ipv4.
