@@ -7,11 +7,15 @@
 //! segment. A bulk application that writes whatever the send buffer takes (the emulator's
 //! sender, crates/emu/src/kernel_tcp.rs; iperf blocked in write() alike) writes each time an
 //! ACK frees space, so its writes are the sizes of the cumulative ACK's advances, appended
-//! at the send buffer's tail. sendmsg fills the tail skb up to size_goal before it starts
-//! another, and the PSH of an earlier write stays on the skb as it fills, so a mark lands on
-//! the end of the skb that holds a write's last byte. size_goal is tcp_tso_autosize's
-//! floor of two segments below ~35 Mbit/s (1 ms of the pacing rate), which is what this
-//! models. Above it skbs are larger and PSH rarer, and that is not modelled yet: one kernel
+//! at the send buffer's tail. sendmsg fills the tail skb before it starts another, and the
+//! PSH of an earlier write stays on the skb as it fills, so a mark lands on the end of the
+//! skb that holds a write's last byte. The skbs here are two segments: the spacing measured
+//! on the wire at a few Mbit/s (below). Linux's sendmsg sizes an skb by tcp_xmit_size_goal
+//! (the device's GSO size bounded by half the peer's largest window) and tcp_tso_autosize
+//! splits it at transmission (1 ms of the pacing rate, two segments at least), so what keeps
+//! the kernel's marks two segments apart at these rates, and three apart in 13 % of cases in
+//! the 8-BDP mix (FIDELITY.md), is not pinned down here. Faster flows' marks are rarer, and
+//! that is not modelled yet: one kernel
 //! Cubic flow through 100 Mbit/s × 20 ms (`--engine emu --pcap`, 6 s) sends 9-segment skbs
 //! (TSO deferral holds a partial one back), PSH on every ninth segment, and 18 % of its
 //! receiver's advancing ACKs acknowledge one segment (the PSH one, after a pair), where the
