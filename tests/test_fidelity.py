@@ -336,6 +336,10 @@ def test_a_replication_verdict_says_whether_the_runs_could_tell_it() -> None:
 def test_fidelity_refuses_bad_arguments(cli, tmp_path, capsys) -> None:
     code, _, err = cli("fidelity", "--runs", "0")
     assert code == 2 and "--runs must be at least 1" in err
+    code, _, err = cli("fidelity", "--seed", "-1")
+    assert code == 2 and "--seed must be 0 or more, not -1" in err
+    code, _, err = cli("fidelity", "--pool", tmp_path, "--seed", "3")
+    assert code == 2 and "drop --seed" in err
     code, _, err = cli("fidelity", "--schemes", "cubic,reno")
     assert code == 2 and "unknown scheme reno" in err and "newreno" in err
     code, _, err = cli("fidelity", "--only", "fidelity/rtt-mix,fidelity/rttmix")
@@ -471,6 +475,12 @@ def test_pooled_suites_take_every_kernel_run_and_the_first_suites_simulator(
     assert code == 0, err
     notes = pooled_table([tmp_path / "sims2", out]).notes
     assert any("seeds 1-2 against seed 1" in note for note in notes), notes
+    # From another seed (`--seed`): new seeds, recorded in the suite's settings.
+    code, _, err = cli("fidelity", "--quick", "--sim-only", "--seed", "7", "--out", tmp_path / "s7")
+    assert code == 0, err
+    assert json.loads((tmp_path / "s7" / SUITE_FILE).read_text())["first_seed"] == 7
+    notes = pooled_table([tmp_path / "s7", out]).notes
+    assert any("seed 7 against seed 1" in note for note in notes), notes
 
 
 def test_the_plan_caps_durations_seeds_repetitions_and_maps_to_kernel_twins() -> None:
@@ -484,10 +494,14 @@ def test_the_plan_caps_durations_seeds_repetitions_and_maps_to_kernel_twins() ->
     assert by_name["sim-copa-fairness-cubic-r1"].overrides == {}
     kept = {n.split(" ")[0] for n in notes}
     assert kept == {"copa-fairness", "pantheon-3flows", "fidelity/three-staggered"}
-    # Repetition k runs seed + k - 1 on both engines.
+    # Repetition k runs seed + k - 1 on both engines; from --seed S, S + k - 1 (new seeds for
+    # a second suite to pool with the first).
+    later, _ = _specs(_pairs(suite(schemes=["cubic"])), 2, "5s", first_seed=41)
     for engine in ("sim", "emu"):
         seeds = [by_name[f"{engine}-fidelity-single-constant-cubic-r{k}"].seed for k in (1, 2)]
         assert seeds == [1, 2]
+        named = {s.name: s.seed for s in later}
+        assert [named[f"{engine}-fidelity-single-constant-cubic-r{k}"] for k in (1, 2)] == [41, 42]
     # The emulator referees with every packet on time; the simulator has no tolerance.
     assert {s.tolerance_us for s in specs if s.engine == "emu"} == {REFEREE_TOLERANCE_US}
     assert {s.tolerance_us for s in specs if s.engine == "sim"} == {None}

@@ -322,10 +322,12 @@ def _specs(
     duration: str | None,
     tolerance_us: int | None = REFEREE_TOLERANCE_US,
     sim_only: bool = False,
+    first_seed: int | None = None,
 ) -> tuple[list[RunSpec], list[str]]:
     """Each pair's runs: the simulator's `runs`, then the emulator's (none for a sim-only
     pair, or for any with `sim_only`; `tolerance_us` its timing tolerance, None its default);
-    seeds the scenario's + k - 1. Also the notes on scenarios that kept their length."""
+    repetition k runs seed `first_seed` + k - 1 (the scenario's own seed when None). Also the
+    notes on scenarios that kept their length."""
     specs: list[RunSpec] = []
     notes: list[str] = []
     overrides: dict[str, dict[str, Any]] = {}
@@ -336,7 +338,8 @@ def _specs(
             overrides[sc.name] = _duration_override(sc, duration)
             if duration is not None and not overrides[sc.name]:
                 notes.append(f"{sc.name} keeps its own duration (its flow schedule needs it)")
-            seeds[sc.name] = int(tomllib.loads(validate(sc.path))["seed"])
+            own = int(tomllib.loads(validate(sc.path))["seed"])
+            seeds[sc.name] = own if first_seed is None else first_seed
         base_seed = seeds[sc.name]
         sides: list[tuple[str, str | None, dict[str, Any]]] = [(SIM.name, pair.scheme, {})]
         if not (pair.sim_only or sim_only):
@@ -809,6 +812,7 @@ def run_fidelity(
     progress: Callable[[int, int], object] | None = None,
     command: list[str] | None = None,
     sim_only: bool = False,
+    first_seed: int | None = None,
 ) -> FidelityResult:
     """Runs the suite (the quick form with `quick`; `only` keeps just the scenarios named, as
     the table names them; `tolerance_us` is the emulator's timing tolerance, None its
@@ -816,10 +820,14 @@ def run_fidelity(
     schedule fits, the quick form's default being `QUICK_DURATION`) on both engines (the
     simulator alone with `sim_only`: no root needed, a directory to pool with kept kernel runs,
     `pooled_table`), one run at a time, and writes the fidelity directory `out` (new, or an
-    empty directory; default a new one in the archive). Raises
+    empty directory; default a new one in the archive). Repetition k runs seed `first_seed` +
+    k - 1 on both engines (each scenario's own seed when None): a later suite from the seed
+    after an earlier one's last adds new seeds to pool with it. Raises
     `cclab.batch.RunsFailedError` when a run failed (the directory keeps the others)."""
     if runs < 1:
         raise FidelityError("--runs must be at least 1")
+    if first_seed is not None and first_seed < 0:
+        raise FidelityError(f"--seed must be 0 or more, not {first_seed}")
     if schemes is not None:
         unknown = [s for s in schemes if s not in SCHEMES]
         if unknown:
@@ -833,7 +841,7 @@ def run_fidelity(
     if not sim_only:
         _check_emulator()
     pairs = _pairs(scenarios)
-    specs, notes = _specs(pairs, runs, duration, tolerance_us, sim_only)
+    specs, notes = _specs(pairs, runs, duration, tolerance_us, sim_only, first_seed)
     if not specs:
         raise FidelityError("nothing to run: no scheme of --schemes is in the suite's form")
     mixes = {sc.name for sc in scenarios if sc.is_mix}
@@ -853,6 +861,7 @@ def run_fidelity(
             "schemes": list(dict.fromkeys(str(s.tags["scheme"]) for s in specs)),
             "kernel_twins": KERNEL_TWIN,
             "runs_per_scheme": runs,
+            "first_seed": first_seed,
             "duration": duration,
             "emu_tolerance_us": tolerance_us,
         },
@@ -868,6 +877,7 @@ def run_fidelity(
         summary = {
             "form": form,
             "runs": runs,
+            "first_seed": first_seed,
             "duration": duration,
             "emu_tolerance_us": tolerance_us,
             "scenarios": [sc.name for sc in scenarios],

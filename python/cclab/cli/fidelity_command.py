@@ -61,6 +61,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "replication verdicts a 95%% interval that says when the runs cannot tell)",
     )
     parser.add_argument(
+        "--seed",
+        type=int,
+        metavar="S",
+        help="repetition k runs seed S + k - 1 on both engines (default: each scenario's own "
+        "seed); a suite from the seed after an earlier one's last adds new seeds to --pool",
+    )
+    parser.add_argument(
         "--duration",
         type=_duration,
         metavar="D",
@@ -211,6 +218,7 @@ def _pooled(args: argparse.Namespace) -> int:
         for flag, value in (
             ("--quick", args.quick),
             ("--runs", args.runs != 1),
+            ("--seed", args.seed is not None),
             ("--duration", args.duration),
             ("--schemes", args.schemes),
             ("--only", args.only),
@@ -260,6 +268,7 @@ def execute(args: argparse.Namespace) -> int:
                 progress=progress,
                 command=["cclab", *sys.argv[1:]],
                 sim_only=args.sim_only,
+                first_seed=args.seed,
             )
         except PlanError as e:
             raise CommandError(str(e)) from e
